@@ -1,0 +1,122 @@
+"""The `arith` dialect: integer and float arithmetic, comparisons, select, casts, constants."""
+from __future__ import annotations
+
+from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
+from compiler.ir.core import Operation, register_op
+from compiler.ir.syntax import AttrsThenType, Compare, Convert, SameType
+from compiler.ir.types import IntegerType, TensorType, shape_of
+from compiler.ir.verifier_errors import VerificationError
+
+from .common import (chain, define_op, verify_float_operands, verify_int_operands,
+                     verify_same_shape, verify_same_type)
+
+PURE = ("pure",)
+BINARY = ("pure", "elementwise", "same_operands_and_result_type")
+
+
+@register_op
+class ConstantOp(Operation):
+    """`arith.constant`: a scalar or splat tensor constant held in the `value` attribute."""
+
+    name = "arith.constant"
+    syntax = AttrsThenType(bare_attr="value")
+    traits = frozenset({"pure", "constant_like"})
+
+    def verify_op(self):
+        value = self.attributes.get("value")
+        if not isinstance(value, (IntegerAttr, FloatAttr, DenseAttr)):
+            raise VerificationError(self, "needs a `value` attribute")
+        if value.type != self.results[0].type:
+            raise VerificationError(self, f"value type {value.type} differs from result type "
+                                          f"{self.results[0].type}")
+
+    @property
+    def value(self):
+        return self.attributes["value"].value
+
+
+INT_BINARY = ["addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "andi", "ori", "xori",
+              "shli", "shrsi", "shrui", "maxsi", "minsi", "maxui", "minui", "ceildivsi",
+              "mulhiui"]
+FLOAT_BINARY = ["addf", "subf", "mulf", "divf", "remf", "maxnumf", "minnumf", "maximumf",
+                "minimumf"]
+COMMUTATIVE = {"addi", "muli", "andi", "ori", "xori", "maxsi", "minsi", "maxui", "minui", "addf",
+               "mulf", "maxnumf", "minnumf", "maximumf", "minimumf", "mulhiui"}
+
+BINARY_OPS: dict[str, type[Operation]] = {}
+for _name in INT_BINARY + FLOAT_BINARY:
+    _check = verify_int_operands if _name in INT_BINARY else verify_float_operands
+    _traits = BINARY + (("commutative",) if _name in COMMUTATIVE else ())
+    BINARY_OPS[_name] = define_op(f"{_name.capitalize()}Op", f"arith.{_name}", SameType(), _traits,
+                                  chain(verify_same_type, _check))
+
+NegFOp = define_op("NegFOp", "arith.negf", SameType(), ("pure", "elementwise"),
+                   chain(verify_same_type, verify_float_operands))
+
+INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+FLOAT_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+                    "ult", "ule", "une", "uno", "true")
+
+
+def _verify_compare(predicates):
+    def verify(op):
+        pred = op.attributes["predicate"].value
+        if pred not in predicates:
+            raise VerificationError(op, f"unknown predicate '{pred}'; allowed: "
+                                    + ", ".join(predicates))
+        if op.operands[0].type != op.operands[1].type:
+            raise VerificationError(op, "compared operands must have the same type")
+        if op.results[0].type.scalar != IntegerType(1):
+            raise VerificationError(op, "result must be i1")
+        verify_same_shape(op)
+    return verify
+
+
+CmpIOp = define_op("CmpIOp", "arith.cmpi", Compare(), ("pure", "elementwise"),
+                   _verify_compare(INT_PREDICATES))
+CmpFOp = define_op("CmpFOp", "arith.cmpf", Compare(), ("pure", "elementwise"),
+                   _verify_compare(FLOAT_PREDICATES))
+
+
+class _SelectSyntax(SameType):
+    """`%c, %a, %b : Tc, T` (the condition's type first, as MLIR prints tensor selects)."""
+
+    def print(self, p, op, indent):
+        c, a, b = op.operands
+        return (f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : "
+                f"{p.type(c.type)}, {p.type(a.type)}")
+
+    def parse(self, ps, cls, num_results):
+        from compiler.ir.parser import OpParts
+        operands = ps.operand_list()
+        attrs = ps.attr_dict()
+        ps.expect(":")
+        types = ps.type_list()
+        return OpParts(operands, [types[-1]], attrs)
+
+
+def _verify_select(op):
+    c, a, b = op.operands
+    if c.type.scalar != IntegerType(1):
+        raise VerificationError(op, f"condition must be i1, got {c.type}")
+    if a.type != b.type or a.type != op.results[0].type:
+        raise VerificationError(op, "both branches and the result must have the same type")
+    if isinstance(c.type, TensorType) and shape_of(c.type) != shape_of(a.type):
+        raise VerificationError(op, "condition shape differs from the operands'")
+
+
+SelectOp = define_op("SelectOp", "arith.select", _SelectSyntax(), ("pure", "elementwise"),
+                     _verify_select)
+
+
+def _verify_cast(op):
+    if shape_of(op.operands[0].type) != shape_of(op.results[0].type):
+        raise VerificationError(op, f"cast must keep the shape: {op.operands[0].type} to "
+                                    f"{op.results[0].type}")
+
+
+CAST_OPS: dict[str, type[Operation]] = {}
+for _name in ["extsi", "extui", "trunci", "extf", "truncf", "sitofp", "uitofp", "fptosi",
+              "fptoui", "bitcast", "index_cast"]:
+    CAST_OPS[_name] = define_op(f"{_name.capitalize()}Op", f"arith.{_name}", Convert("to"),
+                                ("pure", "elementwise", "cast"), _verify_cast)

@@ -1,0 +1,66 @@
+"""Shared pieces for dialect definitions: op-class factory and common verifier checks."""
+from __future__ import annotations
+
+from compiler.ir.core import Operation, register_op
+from compiler.ir.types import IntegerType, TensorType, shape_of
+from compiler.ir.verifier_errors import VerificationError
+
+
+def define_op(class_name: str, op_name: str, syntax, traits=(), verify=None, doc: str = ""):
+    """Create and register an op class from a declaration (for ops with no code of their own)."""
+    namespace = {"name": op_name, "syntax": syntax, "traits": frozenset(traits),
+                 "__doc__": doc or f"`{op_name}`."}
+    if verify is not None:
+        namespace["verify_op"] = verify
+    return register_op(type(class_name, (Operation,), namespace))
+
+
+def expect_operands(op: Operation, count: int) -> None:
+    if len(op.operands) != count:
+        raise VerificationError(op, f"expects {count} operands, got {len(op.operands)}")
+
+
+def expect_results(op: Operation, count: int) -> None:
+    if len(op.results) != count:
+        raise VerificationError(op, f"expects {count} results, got {len(op.results)}")
+
+
+def verify_same_type(op: Operation) -> None:
+    """All operands and results have one type (elementwise binary/unary ops)."""
+    types = [v.type for v in op.operands] + [r.type for r in op.results]
+    if any(t != types[0] for t in types):
+        raise VerificationError(op, "operands and result must have the same type, got "
+                                + ", ".join(str(t) for t in types))
+
+
+def verify_same_shape(op: Operation) -> None:
+    """All operands and results have one shape (and, for tensors, one layout)."""
+    values = list(op.operands) + list(op.results)
+    shapes = [shape_of(v.type) for v in values]
+    if any(s != shapes[0] for s in shapes):
+        raise VerificationError(op, "operands and results must have the same shape, got "
+                                + ", ".join(str(v.type) for v in values))
+    encodings = {v.type.encoding for v in values if isinstance(v.type, TensorType)}
+    if len(encodings) > 1:
+        raise VerificationError(op, "operands and results must have the same layout, got "
+                                + ", ".join(str(v.type) for v in values))
+
+
+def verify_int_operands(op: Operation) -> None:
+    for v in op.operands:
+        if not isinstance(v.type.scalar, IntegerType):
+            raise VerificationError(op, f"expects integer operands, got {v.type}")
+
+
+def verify_float_operands(op: Operation) -> None:
+    for v in op.operands:
+        if not v.type.scalar.is_float:
+            raise VerificationError(op, f"expects floating-point operands, got {v.type}")
+
+
+def chain(*checks):
+    """One verifier running several checks in order."""
+    def verify(op):
+        for check in checks:
+            check(op)
+    return verify

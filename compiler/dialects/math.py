@@ -1,0 +1,19 @@
+"""The `math` dialect: transcendental and other elementwise functions on floats."""
+from __future__ import annotations
+
+from compiler.ir.syntax import SameType
+
+from .common import chain, define_op, verify_float_operands, verify_int_operands, verify_same_type
+
+FLOAT_UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "absf", "floor",
+               "ceil", "erf", "tanh", "log1p", "expm1", "tan", "round", "trunc"]
+UNARY_OPS = {}
+for _name in FLOAT_UNARY:
+    UNARY_OPS[_name] = define_op(f"Math{_name.capitalize()}Op", f"math.{_name}", SameType(),
+                                 ("pure", "elementwise"),
+                                 chain(verify_same_type, verify_float_operands))
+
+AbsIOp = define_op("MathAbsIOp", "math.absi", SameType(), ("pure", "elementwise"),
+                   chain(verify_same_type, verify_int_operands))
+FmaOp = define_op("MathFmaOp", "math.fma", SameType(), ("pure", "elementwise"),
+                  chain(verify_same_type, verify_float_operands))

@@ -1,0 +1,413 @@
+"""The `tt` dialect: Triton's block-level ops (functions, program ids, ranges, pointers, memory,
+reductions, scans, dot, atomics, printing)."""
+from __future__ import annotations
+
+from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
+                                    TypeAttr, UnitAttr)
+from compiler.ir.core import Block, Operation, Region, register_op
+from compiler.ir.parser import OpParts
+from compiler.ir.syntax import Convert, EnumThenType, OperandTypes, SameType, Syntax, Terminator
+from compiler.ir.types import (FunctionType, IntegerType, PointerType, TensorType, like,
+                               shape_of)
+from compiler.ir.verifier_errors import VerificationError
+
+from .common import define_op, expect_operands, verify_same_shape, verify_same_type
+
+
+# ---- functions ---------------------------------------------------------------------------------
+class _FuncSyntax(Syntax):
+    """`tt.func public @name(%a: T {attrs} loc(..), ...) -> R attributes {...} { body }`."""
+
+    def print(self, p, op, indent):
+        block = op.regions[0].blocks[0]
+        p.name_block_args(block)
+        args = []
+        for arg in block.args:
+            attrs = p.attr_dict(arg.attributes)
+            args.append(f"{p.value(arg)}: {p.type(arg.type)}{attrs} {p.loc(arg.loc)}")
+        fn_type = op.attributes["function_type"].type
+        results = ""
+        if fn_type.results:
+            results = " -> " + (p.type(fn_type.results[0]) if len(fn_type.results) == 1
+                                else "(" + p.types(fn_type.results) + ")")
+        vis = op.attributes.get("sym_visibility")
+        vis_text = f"{vis.value} " if vis is not None else ""
+        rest = p.attr_dict(op.attributes, exclude=("sym_name", "function_type", "sym_visibility"),
+                           keyword="attributes ")
+        body = p.region(op.regions[0], indent, print_entry_args=False)
+        return (f"{op.name} {vis_text}@{op.attributes['sym_name'].value}({', '.join(args)})"
+                f"{results}{rest} {body}")
+
+    def parse(self, ps, cls, num_results):
+        attrs = {}
+        if ps.keyword("public"):
+            attrs["sym_visibility"] = StringAttr("public")
+        elif ps.keyword("private"):
+            attrs["sym_visibility"] = StringAttr("private")
+        ps.expect("@")
+        attrs["sym_name"] = StringAttr(ps.identifier())
+        ps.expect("(")
+        entry = []
+        while not ps.consume(")"):
+            name = ps.value_name()
+            ps.expect(":")
+            t = ps.type()
+            arg_attrs = ps.attr_dict()
+            loc = ps.location()
+            entry.append((name, t, loc, arg_attrs))
+            ps.consume(",")
+        results = []
+        if ps.consume("->"):
+            results = ps._result_types()
+        if ps.keyword("attributes"):
+            attrs.update(ps.attr_dict())
+        attrs["function_type"] = TypeAttr(FunctionType(tuple(e[1] for e in entry), tuple(results)))
+        region = ps.region(entry_args=[(n, t, loc) for n, t, loc, _ in entry])
+        for arg, (_, _, _, arg_attrs) in zip(region.blocks[0].args, entry):
+            arg.attributes = arg_attrs
+        return OpParts([], [], attrs, [region])
+
+
+@register_op
+class FuncOp(Operation):
+    """`tt.func`: a kernel or device function; its one region's entry block holds the args."""
+
+    name = "tt.func"
+    syntax = _FuncSyntax()
+    traits = frozenset({"isolated_from_above", "symbol"})
+
+    @property
+    def sym_name(self) -> str:
+        return self.attributes["sym_name"].value
+
+    @property
+    def body(self) -> Block:
+        return self.regions[0].blocks[0]
+
+    @property
+    def function_type(self) -> FunctionType:
+        return self.attributes["function_type"].type
+
+    def verify_op(self):
+        if len(self.regions) != 1 or not self.regions[0].blocks:
+            raise VerificationError(self, "needs one region with an entry block")
+        arg_types = tuple(a.type for a in self.body.args)
+        if arg_types != self.function_type.inputs:
+            raise VerificationError(self, "entry block arguments differ from the function type")
+
+
+def _verify_return(op):
+    func = op.parent_op
+    if func is None or func.name != "tt.func":
+        raise VerificationError(op, "must be inside a tt.func")
+    expected = func.attributes["function_type"].type.results
+    got = tuple(v.type for v in op.operands)
+    if got != tuple(expected):
+        raise VerificationError(op, f"returns ({', '.join(map(str, got))}) but the function "
+                                    f"declares ({', '.join(map(str, expected))})")
+
+
+ReturnOp = define_op("ReturnOp", "tt.return", Terminator(), ("terminator",), _verify_return)
+
+
+class _CallSyntax(Syntax):
+    """`tt.call @f(%a, %b) : (Ta, Tb) -> R`."""
+
+    def print(self, p, op, indent):
+        ins = p.types(v.type for v in op.operands)
+        outs = p.types(r.type for r in op.results)
+        rest = p.attr_dict(op.attributes, exclude=("callee",))
+        return (f"{op.name} @{op.attributes['callee'].name}({p.values(op.operands)}){rest} : "
+                f"({ins}) -> ({outs})")
+
+    def parse(self, ps, cls, num_results):
+        ps.expect("@")
+        callee = ps.identifier()
+        ps.expect("(")
+        operands = ps.operand_list()
+        ps.expect(")")
+        attrs = ps.attr_dict()
+        attrs["callee"] = SymbolRefAttr(callee)
+        ps.expect(":")
+        fn = ps.type()
+        return OpParts(operands, list(fn.results), attrs)
+
+
+CallOp = define_op("CallOp", "tt.call", _CallSyntax(), ("call",))
+
+
+# ---- program ids and ranges -------------------------------------------------------------------
+def _verify_axis_scalar(op):
+    axis = op.attributes["axis"].value
+    if axis not in (0, 1, 2):
+        raise VerificationError(op, f"axis must be 0, 1 or 2, got {axis}")
+    if op.results[0].type != IntegerType(32):
+        raise VerificationError(op, "result must be i32")
+
+
+GetProgramIdOp = define_op("GetProgramIdOp", "tt.get_program_id",
+                           EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+GetNumProgramsOp = define_op("GetNumProgramsOp", "tt.get_num_programs",
+                             EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+
+
+def _verify_make_range(op):
+    from compiler.ir.syntax import AttrsThenType  # noqa: F401
+    start, end = op.attributes["start"].value, op.attributes["end"].value
+    t = op.results[0].type
+    if not isinstance(t, TensorType) or t.rank != 1 or t.element != IntegerType(32):
+        raise VerificationError(op, f"result must be a 1-D i32 tensor, got {t}")
+    if end - start != t.shape[0]:
+        raise VerificationError(op, f"range [{start}, {end}) does not match shape {t.shape}")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        raise VerificationError(op, f"range length {n} must be a power of two")
+
+
+def _make_range_syntax():
+    from compiler.ir.syntax import AttrsThenType
+    return AttrsThenType()
+
+
+MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", _make_range_syntax(), ("pure",),
+                        _verify_make_range)
+
+
+# ---- shape manipulation -----------------------------------------------------------------------
+def _verify_splat(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    if isinstance(src, TensorType) or not isinstance(dst, TensorType) or dst.element != src:
+        raise VerificationError(op, f"splat makes a tensor of the scalar's type: {src} -> {dst}")
+
+
+def _verify_broadcast(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    if not isinstance(src, TensorType) or not isinstance(dst, TensorType):
+        raise VerificationError(op, "broadcast works on tensors")
+    if src.rank != dst.rank or src.element != dst.element:
+        raise VerificationError(op, f"broadcast keeps rank and element type: {src} -> {dst}")
+    for s, d in zip(src.shape, dst.shape):
+        if s != d and s != 1:
+            raise VerificationError(op, f"cannot broadcast {src.shape} to {dst.shape}")
+
+
+def _verify_expand_dims(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    axis = op.attributes["axis"].value
+    expected = list(shape_of(src))
+    expected.insert(axis, 1)
+    if tuple(expected) != shape_of(dst):
+        raise VerificationError(op, f"expand_dims at axis {axis} of {src} gives shape "
+                                    f"{tuple(expected)}, not {shape_of(dst)}")
+
+
+def _verify_reshape(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    if src.numel != dst.numel or src.element != dst.element:
+        raise VerificationError(op, f"reshape keeps element count and type: {src} -> {dst}")
+
+
+def _verify_trans(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    order = op.attributes["order"].values
+    if sorted(order) != list(range(src.rank)):
+        raise VerificationError(op, f"order {list(order)} is not a permutation of the dims")
+    if tuple(src.shape[i] for i in order) != dst.shape:
+        raise VerificationError(op, f"trans with order {list(order)} of {src} gives the wrong shape")
+
+
+SplatOp = define_op("SplatOp", "tt.splat", Convert("->"), ("pure",), _verify_splat)
+BroadcastOp = define_op("BroadcastOp", "tt.broadcast", Convert("->"), ("pure",), _verify_broadcast)
+ExpandDimsOp = define_op("ExpandDimsOp", "tt.expand_dims", Convert("->"), ("pure",),
+                         _verify_expand_dims)
+ReshapeOp = define_op("ReshapeOp", "tt.reshape", Convert("->"), ("pure",), _verify_reshape)
+TransOp = define_op("TransOp", "tt.trans", Convert("->"), ("pure",), _verify_trans)
+
+
+def _verify_bitcast(op):
+    if shape_of(op.operands[0].type) != shape_of(op.results[0].type):
+        raise VerificationError(op, "bitcast keeps the shape")
+
+
+BitcastOp = define_op("BitcastOp", "tt.bitcast", Convert("->"), ("pure", "elementwise"),
+                      _verify_bitcast)
+IntToPtrOp = define_op("IntToPtrOp", "tt.int_to_ptr", Convert("->"), ("pure", "elementwise"),
+                       _verify_bitcast)
+PtrToIntOp = define_op("PtrToIntOp", "tt.ptr_to_int", Convert("->"), ("pure", "elementwise"),
+                       _verify_bitcast)
+PreciseSqrtOp = define_op("PreciseSqrtOp", "tt.precise_sqrt", SameType(), ("pure", "elementwise"),
+                          verify_same_type)
+PreciseDivFOp = define_op("PreciseDivFOp", "tt.precise_divf", SameType(),
+                          ("pure", "elementwise"), verify_same_type)
+MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), ("pure", "elementwise"),
+                      verify_same_type)
+
+
+# ---- pointers and memory ----------------------------------------------------------------------
+def _verify_addptr(op):
+    ptr, offset = op.operands
+    if not ptr.type.scalar.is_ptr:
+        raise VerificationError(op, f"first operand must be a pointer, got {ptr.type}")
+    if not offset.type.scalar.is_int:
+        raise VerificationError(op, f"offset must be an integer, got {offset.type}")
+    if op.results[0].type != ptr.type:
+        raise VerificationError(op, "result must have the pointer operand's type")
+    verify_same_shape(op)
+
+
+AddPtrOp = define_op("AddPtrOp", "tt.addptr", OperandTypes(lambda ts, a: ts[0]),
+                     ("pure", "elementwise"), _verify_addptr)
+
+
+def _load_result(types, attrs):
+    ptr = types[0]
+    return like(ptr, ptr.scalar.pointee)
+
+
+def _verify_load(op):
+    if not 1 <= len(op.operands) <= 3:
+        raise VerificationError(op, "takes a pointer, an optional mask and an optional other")
+    ptr = op.operands[0].type
+    if not ptr.scalar.is_ptr:
+        raise VerificationError(op, f"needs a pointer operand, got {ptr}")
+    if op.results[0].type != like(ptr, ptr.scalar.pointee):
+        raise VerificationError(op, f"result {op.results[0].type} does not match pointer {ptr}")
+    if len(op.operands) >= 2:
+        mask = op.operands[1].type
+        if mask.scalar != IntegerType(1) or shape_of(mask) != shape_of(ptr):
+            raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
+    if len(op.operands) == 3 and op.operands[2].type != op.results[0].type:
+        raise VerificationError(op, f"other must have the loaded type {op.results[0].type}")
+
+
+LoadOp = define_op("LoadOp", "tt.load", OperandTypes(_load_result, num_types=1),
+                   ("memory_read",), _verify_load)
+
+
+def _verify_store(op):
+    if not 2 <= len(op.operands) <= 3:
+        raise VerificationError(op, "takes a pointer, a value and an optional mask")
+    ptr, value = op.operands[0].type, op.operands[1].type
+    if not ptr.scalar.is_ptr or value != like(ptr, ptr.scalar.pointee):
+        raise VerificationError(op, f"stored value {value} does not match pointer {ptr}")
+    if len(op.operands) == 3:
+        mask = op.operands[2].type
+        if mask.scalar != IntegerType(1) or shape_of(mask) != shape_of(ptr):
+            raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
+
+
+StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_types=1),
+                    ("memory_write",), _verify_store)
+
+ATOMIC_RMW_KINDS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
+
+
+def _verify_atomic_rmw(op):
+    kind = op.attributes["atomic_rmw_op"].value
+    if kind not in ATOMIC_RMW_KINDS:
+        raise VerificationError(op, f"unknown atomic kind '{kind}'")
+    ptr, val = op.operands[0].type, op.operands[1].type
+    if val != like(ptr, ptr.scalar.pointee) or op.results[0].type != val:
+        raise VerificationError(op, "value and result must match the pointee type")
+
+
+AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None, ("memory_read", "memory_write"),
+                        _verify_atomic_rmw)
+
+
+def _verify_atomic_cas(op):
+    ptr, cmp, val = (v.type for v in op.operands)
+    if cmp != val or val != like(ptr, ptr.scalar.pointee):
+        raise VerificationError(op, "compare and value must match the pointee type")
+
+
+AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None, ("memory_read", "memory_write"),
+                        _verify_atomic_cas)
+
+
+# ---- reductions, scans, dot -------------------------------------------------------------------
+def _verify_reduce(op):
+    axis = op.attributes["axis"].value
+    if len(op.regions) != 1:
+        raise VerificationError(op, "needs one combine region")
+    block = op.regions[0].blocks[0]
+    n = len(op.operands)
+    if len(block.args) != 2 * n:
+        raise VerificationError(op, f"combine region needs {2 * n} arguments, has {len(block.args)}")
+    for v, r in zip(op.operands, op.results):
+        src = v.type
+        if not isinstance(src, TensorType) or not 0 <= axis < src.rank:
+            raise VerificationError(op, f"axis {axis} out of range for {src}")
+        shape = src.shape[:axis] + src.shape[axis + 1:]
+        if shape_of(r.type) != tuple(shape) or r.type.scalar != src.element:
+            raise VerificationError(op, f"result {r.type} does not match reducing {src} "
+                                        f"along axis {axis}")
+    term = block.terminator
+    if term is None or term.name != op.name + ".return" or len(term.operands) != n:
+        raise VerificationError(op, f"combine region must end in {op.name}.return of {n} values")
+
+
+ReduceOp = define_op("ReduceOp", "tt.reduce", None, ("pure",), _verify_reduce)
+ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), ("terminator",))
+
+
+def _verify_scan(op):
+    axis = op.attributes["axis"].value
+    for v, r in zip(op.operands, op.results):
+        if v.type != r.type:
+            raise VerificationError(op, "scan results keep the operand types")
+        if not 0 <= axis < v.type.rank:
+            raise VerificationError(op, f"axis {axis} out of range for {v.type}")
+
+
+ScanOp = define_op("ScanOp", "tt.scan", None, ("pure",), _verify_scan)
+ScanReturnOp = define_op("ScanReturnOp", "tt.scan.return", Terminator(), ("terminator",))
+
+
+class _DotSyntax(Syntax):
+    """`%a, %b, %c, inputPrecision = tf32 : Ta * Tb -> Tc`."""
+
+    def print(self, p, op, indent):
+        a, b, c = op.operands
+        prec = op.attributes.get("inputPrecision")
+        prec_text = f", inputPrecision = {prec.value}" if prec is not None else ""
+        rest = p.attr_dict(op.attributes, exclude=("inputPrecision",))
+        return (f"{op.name} {p.values(op.operands)}{prec_text}{rest} : {p.type(a.type)} * "
+                f"{p.type(b.type)} -> {p.type(op.results[0].type)}")
+
+    def parse(self, ps, cls, num_results):
+        operands = ps.operand_list()
+        attrs = {}
+        if ps.consume(","):
+            ps.expect("inputPrecision")
+            ps.expect("=")
+            attrs["inputPrecision"] = StringAttr(ps.identifier())
+        attrs.update(ps.attr_dict())
+        ps.expect(":")
+        ps.type()
+        ps.expect("*")
+        ps.type()
+        ps.expect("->")
+        return OpParts(operands, [ps.type()], attrs)
+
+
+def _verify_dot(op):
+    expect_operands(op, 3)
+    a, b, c = (v.type for v in op.operands)
+    d = op.results[0].type
+    if not all(isinstance(t, TensorType) and t.rank == 2 for t in (a, b, c)):
+        raise VerificationError(op, "operands must be 2-D tensors")
+    if a.shape[1] != b.shape[0]:
+        raise VerificationError(op, f"inner dimensions differ: {a.shape} x {b.shape}")
+    if c.shape != (a.shape[0], b.shape[1]) or d != c:
+        raise VerificationError(op, f"accumulator must be {a.shape[0]}x{b.shape[1]} "
+                                    f"of the result type, got {c}")
+
+
+DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), ("pure",), _verify_dot)
+
+# ---- debugging ---------------------------------------------------------------------------------
+PrintOp = define_op("PrintOp", "tt.print", None, ("memory_write",))
+AssertOp = define_op("AssertOp", "tt.assert", None, ("memory_write",))
+
+__all__ = [n for n in dir() if n.endswith("Op")]

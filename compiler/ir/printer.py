@@ -1,0 +1,277 @@
+"""The IR printer: writes modules as Triton's ttir/ttgir text, `loc(...)` aliases included.
+
+Layout encodings become aliases at the top (`#blocked = #ttg.blocked<{...}>`), locations
+become `#locN` aliases listed after the module, and values are named after the Python variable
+their op's location names (`%offs`, `%offs_0`, ...) as Triton's output is. Each op's custom form
+comes from its `syntax` object; ops without one print in MLIR's generic form.
+"""
+from __future__ import annotations
+
+from .attributes import Attribute, DenseAttr, IntegerAttr
+from .core import BlockArgument, Block, Module, Operation, Region, Value
+from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
+from .types import MemDescType, TensorType, Type
+
+INDENT = "  "
+
+
+class Printer:
+    """Holds the naming and alias state for printing one module."""
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.used_names: set[str] = set()
+        self.suffix_counter = 0
+        self.next_number = 0
+        self.layout_aliases: dict[object, str] = {}
+        self.layout_prefix_counts: dict[str, int] = {}
+        self.loc_aliases: dict[Location, str] = {}
+        self.loc_order: list[Location] = []
+        self.lines: list[str] = []
+
+    # ---- names ------------------------------------------------------------------------------
+    def _unique(self, base: str) -> str:
+        name = base
+        while name in self.used_names or name.isdigit():
+            name = f"{base}_{self.suffix_counter}"
+            self.suffix_counter += 1
+        self.used_names.add(name)
+        return name
+
+    def _number(self) -> str:
+        while str(self.next_number) in self.used_names:
+            self.next_number += 1
+        name = str(self.next_number)
+        self.next_number += 1
+        self.used_names.add(name)
+        return name
+
+    def name_op_results(self, op: Operation) -> None:
+        if not op.results:
+            return
+        hint = op.results[0].name_hint or op.loc.name()
+        if hint is None and op.name == "arith.constant":
+            hint = constant_name(op)
+        name = self._unique(hint) if hint else self._number()
+        if len(op.results) == 1:
+            self.names[id(op.results[0])] = name
+        else:
+            for r in op.results:
+                self.names[id(r)] = f"{name}#{r.index}"
+
+    def name_block_args(self, block: Block) -> None:
+        for arg in block.args:
+            hint = arg.name_hint or arg.loc.name()
+            self.names[id(arg)] = self._unique(hint) if hint else self._number()
+
+    def value(self, v: Value) -> str:
+        """`%name` of a value already named (an undefined value prints as `%<<UNKNOWN>>`)."""
+        return "%" + self.names.get(id(v), "<<UNKNOWN>>")
+
+    def values(self, vs) -> str:
+        return ", ".join(self.value(v) for v in vs)
+
+    def result_group(self, op: Operation) -> str:
+        """What stands before `=`: `%x` or `%x:3` for multi-result ops."""
+        first = self.names[id(op.results[0])]
+        if len(op.results) == 1:
+            return "%" + first
+        return "%" + first.split("#")[0] + f":{len(op.results)}"
+
+    # ---- types and attributes ---------------------------------------------------------------
+    def layout(self, encoding) -> str:
+        """The alias of a layout encoding, created on first use."""
+        key = encoding
+        for dependency in getattr(encoding, "dependencies", ()):
+            self.layout(dependency)
+        if key not in self.layout_aliases:
+            prefix = getattr(encoding, "alias_prefix", "layout")
+            n = self.layout_prefix_counts.get(prefix, 0)
+            self.layout_prefix_counts[prefix] = n + 1
+            self.layout_aliases[key] = f"#{prefix}" + (str(n) if n else "")
+        return self.layout_aliases[key]
+
+    def type(self, t: Type) -> str:
+        if isinstance(t, TensorType) and t.encoding is not None:
+            dims = "".join(f"{d}x" for d in t.shape)
+            return f"tensor<{dims}{self.type(t.element)}, {self.layout(t.encoding)}>"
+        if isinstance(t, MemDescType):
+            dims = "".join(f"{d}x" for d in t.shape)
+            mut = ", mutable" if t.mutable else ""
+            return f"!ttg.memdesc<{dims}{t.element}, {self.layout(t.encoding)}, #smem{mut}>"
+        return str(t)
+
+    def types(self, ts) -> str:
+        return ", ".join(self.type(t) for t in ts)
+
+    def attr(self, a: Attribute) -> str:
+        if hasattr(a, "alias_prefix"):
+            return self.layout(a)
+        if isinstance(a, DenseAttr) and a.type.encoding is not None:
+            return str(a)
+        return str(a)
+
+    def attr_dict(self, attributes: dict, exclude=(), keyword: str = "") -> str:
+        """` {a = 1 : i32, b}` for the attributes not in `exclude` ('' when none are left)."""
+        items = []
+        for key in sorted(attributes):
+            if key in exclude:
+                continue
+            a = attributes[key]
+            if type(a).__name__ == "UnitAttr":
+                items.append(attr_key(key))
+            else:
+                items.append(f"{attr_key(key)} = {self.attr(a)}")
+        if not items:
+            return ""
+        return f" {keyword}{{" + ", ".join(items) + "}"
+
+    # ---- locations --------------------------------------------------------------------------
+    def loc(self, location: Location) -> str:
+        """`loc(#locN)` for an op or block argument."""
+        return f"loc({self._loc_alias(location)})"
+
+    def _loc_alias(self, location: Location) -> str:
+        if location not in self.loc_aliases:
+            if isinstance(location, NameLoc):
+                self._loc_alias(location.child)
+            elif isinstance(location, CallSiteLoc):
+                self._loc_alias(location.callee)
+                self._loc_alias(location.caller)
+            n = len(self.loc_order)
+            self.loc_aliases[location] = "#loc" + (str(n) if n else "")
+            self.loc_order.append(location)
+        return self.loc_aliases[location]
+
+    def loc_definition(self, location: Location) -> str:
+        if isinstance(location, UnknownLoc):
+            body = "unknown"
+        elif isinstance(location, FileLineCol):
+            body = f'"{location.file}":{location.line}:{location.col}'
+        elif isinstance(location, NameLoc):
+            body = f'"{location.label}"({self.loc_aliases[location.child]})'
+        elif isinstance(location, CallSiteLoc):
+            body = (f"callsite({self.loc_aliases[location.callee]} at "
+                    f"{self.loc_aliases[location.caller]})")
+        else:
+            raise TypeError(f"unknown location {location!r}")
+        return f"{self.loc_aliases[location]} = loc({body})"
+
+    # ---- ops and regions --------------------------------------------------------------------
+    def op(self, op: Operation, indent: int) -> None:
+        self.name_op_results(op)
+        pad = INDENT * indent
+        lhs = f"{self.result_group(op)} = " if op.results else ""
+        syntax = op.syntax
+        if syntax is None:
+            text = generic_form(self, op, indent)
+        else:
+            text = syntax.print(self, op, indent)
+        self.lines.append(f"{pad}{lhs}{text} {self.loc(op.loc)}")
+
+    def region(self, region: Region, indent: int, print_entry_args: bool) -> str:
+        """Print `{` + nested ops + `}`; returns the text placed on the op's own line so far."""
+        out_start = len(self.lines)
+        for i, block in enumerate(region.blocks):
+            if i == 0 and not print_entry_args:
+                if not block.args or all(id(a) in self.names for a in block.args):
+                    pass
+                else:
+                    self.name_block_args(block)
+            else:
+                self.name_block_args(block)
+                args = ", ".join(f"{self.value(a)}: {self.type(a.type)} {self.loc(a.loc)}"
+                                 for a in block.args)
+                label = f"^bb{i}" + (f"({args})" if block.args else "")
+                self.lines.append(INDENT * indent + f"{label}:")
+            for op in block.ops:
+                self.op(op, indent + 1)
+        inner = self.lines[out_start:]
+        del self.lines[out_start:]
+        closing = INDENT * indent + "}"
+        return "{\n" + "".join(line + "\n" for line in inner) + closing
+
+
+def attr_key(key: str) -> str:
+    """Attribute names with dots or dashes are quoted as MLIR does for non-identifiers."""
+    if all(c.isalnum() or c in "_." for c in key) and not key[0].isdigit():
+        return key
+    return f'"{key}"'
+
+
+def constant_name(op: Operation) -> str:
+    """MLIR's names for constants: `%c16_i32`, `%true`, `%cst`."""
+    value = op.attributes.get("value")
+    if isinstance(value, IntegerAttr) and not isinstance(op.results[0].type, TensorType):
+        if str(value.type) == "i1":
+            return "true" if value.value else "false"
+        v = value.value
+        return f"c{v}_{value.type}" if v >= 0 else f"c{v}_{value.type}".replace("-", "_")
+    return "cst"
+
+
+def generic_form(p: Printer, op: Operation, indent: int) -> str:
+    """MLIR's generic form: `"name"(%a) <{attrs}> ({...}) : (T) -> R`."""
+    text = f'"{op.name}"({p.values(op.operands)})'
+    props = p.attr_dict(op.attributes)
+    if props:
+        text += " <" + props.strip() + ">"
+    if op.regions:
+        regions = [p.region(r, indent, print_entry_args=True) for r in op.regions]
+        text += " (" + ", ".join(regions) + ")"
+    ins = p.types(v.type for v in op.operands)
+    outs = [p.type(r.type) for r in op.results]
+    out = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return f"{text} : ({ins}) -> {out}"
+
+
+def print_module(module: Module) -> str:
+    """The module's text, Triton-style: layout aliases, the module, location aliases."""
+    p = Printer()
+    for func in module.ops:
+        p._loc_alias(func.loc)
+    body_lines: list[str] = []
+    attrs = p.attr_dict(module.attributes, keyword="attributes ")
+    body_lines.append(f"module{attrs} {{")
+    for op in module.ops:
+        p.op(op, 1)
+    body_lines.extend(p.lines)
+    body_lines.append(f"}} {p.loc(module.loc)}")
+    header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
+    header.append("#smem = #ttg.shared_memory") if any(
+        "#smem" in line for line in body_lines) else None
+    footer = [p.loc_definition(loc) for loc in p.loc_order]
+    return "\n".join(header + body_lines + footer) + "\n"
+
+
+def enc_text(p: Printer, enc) -> str:
+    """An encoding's definition, with nested encodings (a slice's parent) printed by alias."""
+    printer = getattr(enc, "print_with", None)
+    return printer(p) if printer else str(enc)
+
+
+def print_op_standalone(op: Operation) -> str:
+    """Print a single op (and its regions) without the module wrapper; for messages and tests."""
+    p = Printer()
+    _name_free_values(p, op)
+    p.op(op, 0)
+    return "\n".join(p.lines)
+
+
+def _name_free_values(p: Printer, op: Operation) -> None:
+    defined: set[int] = set()
+    for nested in op.walk():
+        for r in nested.results:
+            defined.add(id(r))
+        for region in nested.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    defined.add(id(a))
+    for nested in op.walk():
+        for v in nested.operands:
+            if id(v) not in defined and id(v) not in p.names:
+                p.names[id(v)] = p._unique(v.name_hint or "arg")
+
+
+def is_block_arg(v: Value) -> bool:
+    return isinstance(v, BlockArgument)
