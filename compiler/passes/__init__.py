@@ -1,0 +1,1 @@
+"""Passes, one module per pass, and the instrumented pass manager."""

@@ -1,0 +1,1 @@
+"""The tile-explore terminal explorer and command line."""
