@@ -1,0 +1,348 @@
+"""The compile driver: a kernel's source through the backend's ordered stages, traced.
+
+`compile(src, options, pipelines)` takes an `ASTSource` (a jit function with its
+specialization) or a path to a `.ttir`/`.ttgir` file, runs the stages in order
+(ttir -> ttgir -> llir -> ptx -> cubin [-> sass]) and returns a `CompiledKernel` whose `.asm`
+holds every stage's text and whose `.trace` is the `CompileTrace` the explorer reads. Each stage
+is a named function `(state) -> None` that reads the previous stage's output from the state and
+writes its own; a stage may be replaced by a file (`TILE_OVERRIDE_DIR`), and compilation may
+start from a stage's file.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from compiler.ir.core import Module
+from compiler.ir.parser import parse_module
+from compiler.ir.printer import print_module
+from compiler.ir.verifier import verify_module
+from compiler.trace import CompileTrace, PassRecord
+
+STAGE_ORDER = ("ttir", "ttgir", "llir", "ptx", "cubin", "sass")
+
+
+@dataclass
+class CompileOptions:
+    """Everything that changes what a compile produces (part of the cache key)."""
+
+    num_warps: int = 4
+    num_stages: int = 3
+    arch: int = 90
+    pipelines: dict = field(default_factory=dict)      # stage -> pipeline string
+    snapshots: bool = True
+    verify_each: bool = True
+    build_cubin: bool = True
+    build_sass: bool = True
+    override_dir: str | None = None
+    dump_dir: str | None = None
+    debug: bool = False
+
+    @classmethod
+    def from_env(cls, base: dict | None = None, environ=None) -> "CompileOptions":
+        """Options from keyword arguments, then the TILE_* variables (read here, at the edge)."""
+        environ = os.environ if environ is None else environ
+        values = dict(base or {})
+        pipelines = dict(values.pop("pipelines", None) or {})
+        for stage, var in (("ttir", "TILE_PIPELINE_TTIR"), ("ttgir", "TILE_PIPELINE_TTGIR")):
+            if var in environ and stage not in pipelines:
+                pipelines[stage] = environ[var]
+        values["pipelines"] = pipelines
+        if "TILE_OVERRIDE_DIR" in environ and not values.get("override_dir"):
+            values["override_dir"] = environ["TILE_OVERRIDE_DIR"]
+        if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
+            values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown compile option(s) {', '.join(unknown)}; known: "
+                             + ", ".join(sorted(known)))
+        options = cls(**values)
+        if options.num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"num_warps must be a power of two from 1 to 32, "
+                             f"not {options.num_warps}")
+        return options
+
+
+@dataclass
+class CompileState:
+    """What the stages pass along: the modules and texts made so far, and the trace."""
+
+    name: str
+    options: CompileOptions
+    trace: CompileTrace
+    ttir: Module | None = None
+    ttgir: Module | None = None
+    llir: str | None = None
+    ptx: str | None = None
+    cubin: bytes | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+class CompiledKernel:
+    """A compiled specialization: every stage's text (`asm`), metadata, trace, and `launch`."""
+
+    def __init__(self, state: CompileState):
+        self.name = state.name
+        self.trace = state.trace
+        self.asm: dict[str, Any] = dict(state.trace.stages)
+        if state.cubin is not None:
+            self.asm["cubin"] = state.cubin
+        self.metadata = dict(state.metadata)
+        self.ttir_module = state.ttir
+        self.ttgir_module = state.ttgir
+        self.options = state.options
+        self._launcher = None
+
+    @property
+    def num_warps(self) -> int:
+        return self.options.num_warps
+
+    @property
+    def shared(self) -> int:
+        return int(self.metadata.get("shared", 0))
+
+    def launcher(self):
+        """The GPU launcher for this kernel, built (module loaded) on first use."""
+        if self._launcher is None:
+            from compiler.runtime.launcher import Launcher
+            self._launcher = Launcher.for_kernel(self)
+        return self._launcher
+
+    def launch(self, grid, args, stream=None) -> None:
+        """Launch on the GPU over `grid` with `args` (kernel parameters, constexprs excluded)."""
+        self.launcher().launch(grid, args, stream)
+
+
+# ---- stages -------------------------------------------------------------------------------------
+def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) -> Module:
+    from compiler.passes.instrumentation import TraceInstrumentation
+    from compiler.passes.manager import DEFAULT_PIPELINES, PassManager
+    pipeline = state.options.pipelines.get(stage, DEFAULT_PIPELINES.get(stage, ""))
+    inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
+                                verify_each=state.options.verify_each)
+    manager = PassManager(stage, pipeline, [inst])
+    ctx = {"num_warps": state.options.num_warps, "arch": state.options.arch,
+           "num_stages": state.options.num_stages, **extra}
+    return manager.run(module, ctx)
+
+
+def _override(state: CompileState, stage: str) -> str | None:
+    """The text of a stage replaced by a file from the override folder, noted in the trace."""
+    folder = state.options.override_dir
+    if not folder:
+        return None
+    for candidate in (Path(folder) / f"{state.name}.{stage}", Path(folder) / state.name / stage):
+        if candidate.is_file():
+            state.trace.overrides[stage] = str(candidate)
+            return candidate.read_text()
+    return None
+
+
+def stage_ttir(state: CompileState) -> None:
+    """ttir: run the ttir pipeline over the front end's module (or an override file)."""
+    text = _override(state, "ttir")
+    module = parse_module(text, f"{state.name}.ttir") if text is not None else state.ttir
+    state.ttir = _run_pipeline(state, "ttir", module, {})
+    state.trace.stages["ttir"] = print_module(state.ttir)
+
+
+def stage_ttgir(state: CompileState) -> None:
+    """ttgir: assign layouts and optimize them (convert-triton-to-tritongpu onwards)."""
+    text = _override(state, "ttgir")
+    if text is not None:
+        state.ttgir = parse_module(text, f"{state.name}.ttgir")
+        verify_module(state.ttgir)
+    else:
+        ttgir_input = state.ttir.clone()
+        state.ttgir = _run_pipeline(state, "ttgir", ttgir_input, {})
+    state.trace.stages["ttgir"] = print_module(state.ttgir)
+    state.metadata["shared"] = _module_int_attr(state.ttgir, "ttg.shared")
+    state.metadata["num_warps"] = _module_int_attr(state.ttgir, "ttg.num-warps") or \
+        state.options.num_warps
+
+
+def _module_int_attr(module: Module, key: str) -> int:
+    attr = module.attributes.get(key)
+    return int(attr.value) if attr is not None else 0
+
+
+def stage_llir(state: CompileState) -> None:
+    """llir: lower ttgir to LLVM IR with llvmlite, then optimize it (O3)."""
+    from compiler.codegen import lower_module, optimize_llvm
+    text = _override(state, "llir")
+    base_index = len(state.trace.passes)
+    if text is None:
+        start = time.perf_counter()
+        lowered = lower_module(state.ttgir, state.trace.stages["ttgir"],
+                               {"num_warps": state.options.num_warps, "arch": state.options.arch,
+                                "name": state.name})
+        unoptimized = lowered.llvm_ir
+        state.metadata.update(lowered.metadata)
+        _llir_record(state, "convert-tritongpu-to-llvm", base_index, start, unoptimized,
+                     "Lowers every ttgir op to LLVM IR: a distributed tensor becomes a list of "
+                     "per-thread registers; memory ops become (vectorized, predicated) PTX.")
+        start = time.perf_counter()
+        text = optimize_llvm(unoptimized, state.options.arch)
+        _llir_record(state, "llvm-optimize{level=3}", base_index + 1, start, text,
+                     "LLVM's O3 pipeline through llvmlite: inlining, instcombine, GVN, "
+                     "loop and vector optimizations on the lowered kernel.")
+        state.trace.stage_inputs.setdefault("llir", state.trace.stages["ttgir"])
+    state.llir = text
+    state.trace.stages["llir"] = text
+
+
+def _llir_record(state, name, index, start, text, doc) -> None:
+    previous = [p for p in state.trace.passes if p.stage == "llir"]
+    before = previous[-1].ir_after if previous else ""
+    state.trace.passes.append(PassRecord(
+        stage="llir", name=name, index=index, wall_ms=(time.perf_counter() - start) * 1e3,
+        changed=text != before, ir_after=text if state.options.snapshots else "", doc=doc,
+        op_counts={"instructions": sum(1 for line in text.splitlines()
+                                       if line.startswith("  ") and "=" in line)}))
+
+
+def stage_ptx(state: CompileState) -> None:
+    """ptx: LLVM IR to PTX through llvmlite's NVPTX target; then the ttgir -> PTX line map."""
+    from compiler.codegen.linemap import ptx_line_map
+    from compiler.codegen.ptx import llir_to_ptx
+    text = _override(state, "ptx")
+    state.ptx = text if text is not None else llir_to_ptx(state.llir, state.options.arch)
+    state.trace.stages["ptx"] = state.ptx
+    state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
+
+
+def stage_cubin(state: CompileState) -> None:
+    """cubin: assemble the PTX with ptxas (its -v report goes into the trace)."""
+    from compiler.codegen.cubin import PtxasNotFound, assemble
+    if not state.options.build_cubin:
+        return
+    try:
+        state.cubin, info = assemble(state.ptx, f"sm_{state.options.arch}")
+    except PtxasNotFound as err:
+        state.trace.notes.append(f"no cubin: {err}; the driver will JIT-compile the PTX")
+        return
+    state.trace.cubin_info = info
+    state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
+
+
+def _describe_cubin(cubin: bytes, info: dict) -> str:
+    lines = [f"cubin: {len(cubin)} bytes"]
+    lines += [f"{key}: {value}" for key, value in info.items()]
+    return "\n".join(lines) + "\n"
+
+
+def stage_sass(state: CompileState) -> None:
+    """sass: disassemble the cubin (nvdisasm / cuobjdump) when one is on the PATH."""
+    from compiler.codegen.sass import disassemble
+    if state.cubin is None or not state.options.build_sass:
+        return
+    text = disassemble(state.cubin)
+    if text is None:
+        state.trace.notes.append("no SASS: neither nvdisasm nor cuobjdump was found")
+        return
+    state.trace.stages["sass"] = text
+
+
+STAGES: list[tuple[str, Callable[[CompileState], None]]] = [
+    ("ttir", stage_ttir), ("ttgir", stage_ttgir), ("llir", stage_llir), ("ptx", stage_ptx),
+    ("cubin", stage_cubin), ("sass", stage_sass)]
+
+
+# ---- entry points -------------------------------------------------------------------------------
+def compile(src, options: dict | CompileOptions | None = None, pipelines: dict | None = None,
+            stop_after: str | None = None) -> CompiledKernel:
+    """Compile `src` (an ASTSource, or a path to a .ttir/.ttgir file) through every stage."""
+    if isinstance(options, CompileOptions):
+        opts = options
+        if pipelines:
+            opts = CompileOptions(**{**opts.__dict__, "pipelines": {**opts.pipelines,
+                                                                     **pipelines}})
+    else:
+        base = dict(options or {})
+        if pipelines:
+            base["pipelines"] = {**base.get("pipelines", {}), **pipelines}
+        opts = CompileOptions.from_env(base)
+    if isinstance(src, (str, Path)):
+        state, first = _state_from_file(Path(src), opts)
+    else:
+        state, first = _state_from_source(src, opts), "ttir"
+    run = False
+    for name, stage in STAGES:
+        if name == first:
+            run = True
+        if not run:
+            continue
+        start = time.perf_counter()
+        stage(state)
+        state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3
+        if name == stop_after:
+            break
+    kernel = CompiledKernel(state)
+    if opts.dump_dir:
+        from compiler.dump import dump_trace
+        dump_trace(kernel.trace, Path(opts.dump_dir) / kernel.name)
+    return kernel
+
+
+def _state_from_source(src, opts: CompileOptions) -> CompileState:
+    from compiler.frontend import generate_ttir
+    fn = getattr(src, "fn", src)
+    fn = getattr(fn, "fn", fn)
+    name = fn.__name__
+    code = getattr(fn, "__code__", None)
+    trace = CompileTrace(kernel_name=name,
+                         source_file=code.co_filename if code else "",
+                         source_line=code.co_firstlineno if code else 0,
+                         specialization={"signature": dict(src.signature),
+                                         "constexprs": {k: repr(v) for k, v in
+                                                        src.constexprs.items()},
+                                         "attrs": dict(getattr(src, "attrs", {}) or {}),
+                                         "options": {"num_warps": opts.num_warps,
+                                                     "num_stages": opts.num_stages,
+                                                     "arch": opts.arch,
+                                                     "pipelines": dict(opts.pipelines)}})
+    trace.stages["source"] = _function_source(fn)
+    start = time.perf_counter()
+    module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
+                           {"num_warps": opts.num_warps})
+    trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
+    return CompileState(name=name, options=opts, trace=trace, ttir=module)
+
+
+def _function_source(fn) -> str:
+    import inspect
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+
+
+def _state_from_file(path: Path, opts: CompileOptions) -> tuple[CompileState, str]:
+    stage = path.suffix.lstrip(".")
+    if stage not in ("ttir", "ttgir"):
+        raise ValueError(f"{path}: compilation can start from a .ttir or .ttgir file, "
+                         f"not '{path.suffix}'")
+    module = parse_module(path.read_text(), str(path))
+    verify_module(module)
+    funcs = [op for op in module.ops if op.name == "tt.func"
+             and getattr(op.attributes.get("sym_visibility"), "value", "public") == "public"]
+    name = funcs[0].attributes["sym_name"].value if funcs else path.stem
+    if stage == "ttgir":
+        warps = _module_int_attr(module, "ttg.num-warps")
+        if warps:
+            opts = CompileOptions(**{**opts.__dict__, "num_warps": warps})
+    trace = CompileTrace(kernel_name=name, source_file=str(path))
+    trace.overrides[stage] = str(path)
+    state = CompileState(name=name, options=opts, trace=trace)
+    if stage == "ttir":
+        state.ttir = module
+        return state, "ttir"
+    state.ttgir = module
+    trace.stages["ttgir"] = print_module(module)
+    state.metadata["shared"] = _module_int_attr(module, "ttg.shared")
+    state.metadata["num_warps"] = opts.num_warps
+    return state, "llir"
