@@ -1,0 +1,354 @@
+"""The on-disk kernel cache: compiled stages keyed by everything that affects them.
+
+An entry is a directory `<cache dir>/<key>/` holding one file per artifact (stage texts, the
+cubin, `trace.json`, ...) and `manifest.json` (the key, metadata, and each file's size and
+sha256). The key is the sha256 of a canonical JSON of the kernel source hash, specialization,
+options, target, the compiler's own fingerprint and the toolchain versions (`cache_key`).
+
+Writes are atomic: an entry is built in a private temporary directory and renamed into place in
+one step, so readers see a whole entry or none, and processes racing to write the same key leave
+one complete winner. A damaged entry (unreadable manifest, missing or truncated file, checksum
+mismatch) is reported with a warning, moved aside, and treated as a miss so it gets recompiled.
+`TILE_CACHE_DIR` and `TILE_ALWAYS_COMPILE` are read once, by `CacheOptions.from_env`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+CACHE_FORMAT = 1
+MANIFEST = "manifest.json"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was damaged (and will be recompiled), or the cache could not be written."""
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """Where the cache lives and whether reads are bypassed."""
+
+    cache_dir: Path
+    always_compile: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "CacheOptions":
+        """Read TILE_CACHE_DIR (default ~/.cache/tile-explore) and TILE_ALWAYS_COMPILE=1."""
+        env = os.environ if env is None else env
+        directory = env.get("TILE_CACHE_DIR") or str(Path("~/.cache/tile-explore").expanduser())
+        always = env.get("TILE_ALWAYS_COMPILE", "0").strip().lower() in ("1", "true", "yes", "on")
+        return cls(Path(directory).expanduser(), always)
+
+
+# --------------------------------------------------------------------------------------------
+# Keys
+
+def canonical(value: Any) -> Any:
+    """A JSON-able, order-independent form of a key part. Dataclasses, enums, tuples, sets,
+    bytes and paths are converted; other objects are refused (a `repr` with a memory address
+    would make keys unstable)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"__dataclass__": type(value).__name__,
+                **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, bytes):
+        return {"__bytes__": value.hex()}
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot put a {type(value).__name__} into a cache key; use plain data "
+                    f"(str, numbers, lists, dicts, dataclasses)")
+
+
+def cache_key(*, source_hash: str, specialization: Any, options: Any, target: Any,
+              compiler_version: str | None = None, toolchain: Mapping | None = None) -> str:
+    """The sha256 (hex) naming a compiled kernel. `compiler_version` defaults to
+    `compiler_fingerprint()` and `toolchain` to `toolchain_versions()`."""
+    parts = {
+        "format": CACHE_FORMAT,
+        "source": source_hash,
+        "specialization": canonical(specialization),
+        "options": canonical(options),
+        "target": canonical(target),
+        "compiler": compiler_fingerprint() if compiler_version is None else compiler_version,
+        "toolchain": canonical(toolchain_versions() if toolchain is None else toolchain),
+    }
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_fingerprint() -> str:
+    """A hash of every Python file of the `compiler` package, so editing the compiler (even in
+    an editable install whose version never changes) invalidates old entries."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_versions(ptxas: str | None = None) -> dict:
+    """Versions of the tools that shape the output: llvmlite and its LLVM, ptxas (its
+    `--version` text; `ptxas` is the path to use, else the one codegen would find),
+    cuda-bindings."""
+    versions: dict[str, str] = {}
+    try:
+        import llvmlite
+        import llvmlite.binding as llvm
+        versions["llvmlite"] = llvmlite.__version__
+        versions["llvm"] = ".".join(str(v) for v in llvm.llvm_version_info)
+    except Exception as exc:
+        versions["llvmlite"] = f"unavailable: {type(exc).__name__}"
+    path = ptxas or _find_ptxas()
+    if path:
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+            lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+            versions["ptxas"] = " | ".join(lines[-2:])     # release line and build line
+        except (OSError, subprocess.SubprocessError) as exc:
+            versions["ptxas"] = f"unusable: {type(exc).__name__}"
+    else:
+        versions["ptxas"] = "absent"
+    try:
+        from importlib.metadata import version
+        versions["cuda-bindings"] = version("cuda-bindings")
+    except Exception:
+        versions["cuda-bindings"] = "absent"
+    return versions
+
+
+def _find_ptxas() -> str | None:
+    """The ptxas the code generator uses (TILE_PTXAS_PATH, PATH, wheel, /usr/local/cuda)."""
+    try:
+        from compiler.codegen.toolchain import find_tool
+    except ImportError:
+        return shutil.which("ptxas")
+    return find_tool("ptxas")
+
+
+# --------------------------------------------------------------------------------------------
+# Entries
+
+@dataclass
+class CacheEntry:
+    """A verified cache entry: its files' contents, and the metadata stored with them."""
+
+    key: str
+    path: Path
+    metadata: dict
+    files: dict[str, bytes]
+
+    def read(self, name: str) -> bytes:
+        """The bytes of one stored file."""
+        return self.files[name]
+
+    def text(self, name: str) -> str:
+        """One stored file as text."""
+        return self.files[name].decode()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.files)
+
+
+#: Stages whose output is binary; every other stage is stored as UTF-8 text.
+BINARY_STAGES = ("cubin", "hsaco", "bin")
+TRACE_FILE = "trace.json"
+
+
+def stage_files(asm: Mapping[str, str | bytes], trace_json: str | None = None) -> dict:
+    """The files of an entry for a compiled kernel: one `kernel.<stage>` per stage output
+    (e.g. kernel.ttir, kernel.ptx, kernel.cubin), plus `trace.json` when given."""
+    files: dict[str, str | bytes] = {f"kernel.{stage}": text for stage, text in asm.items()
+                                     if isinstance(text, (str, bytes))}
+    if trace_json is not None:
+        files[TRACE_FILE] = trace_json
+    return files
+
+
+def stages_from_entry(entry: "CacheEntry") -> dict[str, str | bytes]:
+    """The stage outputs stored by `stage_files`: bytes for binary stages, text otherwise."""
+    stages: dict[str, str | bytes] = {}
+    for name, data in entry.files.items():
+        if name.startswith("kernel."):
+            stage = name[len("kernel."):]
+            stages[stage] = data if stage in BINARY_STAGES else data.decode()
+    return stages
+
+
+class EntryDamaged(Exception):
+    """Internal: why an entry failed verification."""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class KernelCache:
+    """The cache directory. `get(key)` returns a verified `CacheEntry` or None; `put(key,
+    files, metadata)` stores one atomically; `get_or_compile` does both around a compile."""
+
+    def __init__(self, options: CacheOptions | None = None):
+        self.options = options or CacheOptions.from_env()
+        self.root = Path(self.options.cache_dir)
+
+    def entry_dir(self, key: str) -> Path:
+        """Where the entry for `key` lives."""
+        if not re.fullmatch(r"[0-9a-f]{16,128}", key):
+            raise ValueError(f"cache key must be a lowercase hex digest, not {key!r}")
+        return self.root / key
+
+    # ---- reading -------------------------------------------------------------------------
+    def get(self, key: str) -> CacheEntry | None:
+        """The entry for `key`, verified; None on a miss, when TILE_ALWAYS_COMPILE is set, or
+        when the entry is damaged (then with a `CacheWarning`, and the entry is moved aside)."""
+        if self.options.always_compile:
+            return None
+        directory = self.entry_dir(key)
+        if not directory.is_dir():
+            return None
+        try:
+            return self._read_entry(key, directory)
+        except EntryDamaged as damage:
+            warnings.warn(f"kernel cache entry {directory} is damaged ({damage}); "
+                          f"recompiling", CacheWarning, stacklevel=2)
+            self._discard(directory)
+            return None
+
+    def _read_entry(self, key: str, directory: Path) -> CacheEntry:
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text())
+        except FileNotFoundError:
+            raise EntryDamaged("manifest.json is missing") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise EntryDamaged(f"manifest.json is unreadable: {exc}") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != CACHE_FORMAT \
+                or manifest.get("key") != key or not isinstance(manifest.get("files"), dict):
+            raise EntryDamaged("manifest.json does not describe this entry")
+        files: dict[str, bytes] = {}
+        for name, info in manifest["files"].items():
+            try:
+                data = (directory / name).read_bytes()
+            except OSError as exc:
+                raise EntryDamaged(f"file {name} cannot be read: {exc}") from None
+            if len(data) != info.get("size"):
+                raise EntryDamaged(f"file {name} has {len(data)} bytes, expected "
+                                   f"{info.get('size')} (truncated?)")
+            if _digest(data) != info.get("sha256"):
+                raise EntryDamaged(f"file {name} does not match its checksum")
+            files[name] = data
+        return CacheEntry(key, directory, manifest.get("metadata", {}), files)
+
+    def _discard(self, directory: Path) -> None:
+        """Move a damaged entry out of the way atomically, then delete it."""
+        trash = directory.with_name(f".trash-{directory.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(directory, trash)
+        except OSError:
+            return          # someone else moved or replaced it already
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # ---- writing -------------------------------------------------------------------------
+    def put(self, key: str, files: Mapping[str, bytes | str],
+            metadata: Mapping | None = None) -> CacheEntry:
+        """Store an entry atomically and return it. If another process stored the same key
+        first, its entry is kept (both are the same compile). A write failure (disk full,
+        read-only dir) warns and still returns the entry, kept in memory only."""
+        directory = self.entry_dir(key)
+        blobs = {}
+        for name, data in files.items():
+            if not _SAFE_NAME.match(name) or name == MANIFEST or name.startswith("."):
+                raise ValueError(f"bad cache file name {name!r}: use letters, digits, '_', '-' "
+                                 f"and '.', not starting with '.', and not {MANIFEST}")
+            blobs[name] = data.encode() if isinstance(data, str) else bytes(data)
+        manifest = {
+            "format": CACHE_FORMAT, "key": key, "created": time.time(),
+            "metadata": json.loads(json.dumps(dict(metadata or {}))),
+            "files": {name: {"size": len(b), "sha256": _digest(b)} for name, b in blobs.items()},
+        }
+        entry = CacheEntry(key, directory, manifest["metadata"], blobs)
+        try:
+            self._write_entry(directory, blobs, manifest)
+        except OSError as exc:
+            warnings.warn(f"cannot write kernel cache entry {directory}: {exc}", CacheWarning,
+                          stacklevel=2)
+        return entry
+
+    def _write_entry(self, directory: Path, blobs: dict[str, bytes], manifest: dict) -> None:
+        if directory.is_dir() and not self._damaged(directory):
+            return                                 # already stored whole, by us or another
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name[:16]}-", dir=self.root))
+        try:
+            for name, data in blobs.items():
+                with open(staging / name, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            with open(staging / MANIFEST, "w") as handle:   # written last: marks completeness
+                json.dump(manifest, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(staging, 0o755)
+            if directory.exists() and self._damaged(directory):
+                self._discard(directory)
+            try:
+                os.rename(staging, directory)      # atomic; fails if the key already exists
+            except OSError:
+                if not directory.is_dir():
+                    raise
+                # Another process won the race with a complete entry: keep theirs.
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _damaged(self, directory: Path) -> bool:
+        try:
+            self._read_entry(directory.name, directory)
+            return False
+        except EntryDamaged:
+            return True
+
+    # ---- the usual path --------------------------------------------------------------------
+    def get_or_compile(self, key: str,
+                       compile_fn: Callable[[], tuple[Mapping[str, bytes | str], Mapping]]
+                       ) -> tuple[CacheEntry, bool]:
+        """The entry for `key`, compiling and storing it on a miss. `compile_fn()` returns
+        (files, metadata). Returns (entry, hit)."""
+        entry = self.get(key)
+        if entry is not None:
+            return entry, True
+        files, metadata = compile_fn()
+        return self.put(key, files, metadata), False
+
+    def clear(self) -> None:
+        """Delete every entry."""
+        if self.root.is_dir():
+            for child in self.root.iterdir():
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)

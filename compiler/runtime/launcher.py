@@ -1,0 +1,416 @@
+"""The launcher: packs kernel arguments and calls cuLaunchKernel with little Python per launch.
+
+A `Launcher` is built once per compiled kernel from its signature, the list of argument kinds
+("ptr" — or Triton's "*fp32" style —, "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
+"u64", "fp16", "bf16", "fp32", "fp64"). Building it lays the arguments out in one ctypes buffer
+with natural alignment, builds the `void*[]` that points at each slot, and generates a small
+launch function specialized to the signature, so that a launch is: convert each pointer argument
+to an address, `struct.pack_into` the buffer (which also range-checks every scalar), one
+cuLaunchKernel. Anything unexpected (wrong type, wrong count, a host array, a bad grid) drops to
+a slow path that names the argument and says what is allowed.
+
+Pointer arguments accept torch tensors (CUDA ones), our `DeviceArray`, anything with
+`__cuda_array_interface__`, raw ints (device addresses) and None (a null pointer).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from . import driver
+
+# kind -> struct format character; the slot size and alignment follow from it.
+ARG_FORMATS = {
+    "ptr": "Q", "i1": "I", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
+    "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "fp16": "e", "bf16": "H", "fp32": "f",
+    "fp64": "d",
+}
+# kind -> expression (on the argument's name) the fast path packs instead of the argument itself.
+_FAST_CONVERSIONS = {"ptr": "device_pointer({})", "i1": "bool({})", "bf16": "bf16_bits({})"}
+ALIASES = {"pointer": "ptr", "f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1",
+           "u1": "i1"}
+FLOAT_LIMITS = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38}
+INT_RANGES = {"i8": (-2**7, 2**7), "i16": (-2**15, 2**15), "i32": (-2**31, 2**31),
+              "i64": (-2**63, 2**63), "u8": (0, 2**8), "u16": (0, 2**16), "u32": (0, 2**32),
+              "u64": (0, 2**64)}
+
+
+class ArgumentError(TypeError):
+    """A kernel argument of the wrong type or out of range (the message names it)."""
+
+
+def normalize_kind(kind: str) -> str:
+    """A canonical argument kind: Triton's "*fp16" and the lowering's "ptr<f16>" pointers
+    become "ptr", "f32" becomes "fp32"."""
+    if kind.startswith("*") or kind.startswith("ptr<"):
+        return "ptr"
+    kind = ALIASES.get(kind, kind)
+    if kind not in ARG_FORMATS:
+        raise ValueError(f"unsupported kernel argument kind '{kind}'; supported: "
+                         f"{', '.join(ARG_FORMATS)} (or '*<dtype>' for pointers)")
+    return kind
+
+
+# --------------------------------------------------------------------------------------------
+# Pointer arguments
+
+def _host_array_error(arg) -> ArgumentError:
+    return ArgumentError(
+        f"a host array ({type(arg).__module__}.{type(arg).__name__}) was passed where the GPU "
+        f"kernel needs device memory; copy it first with "
+        f"compiler.runtime.device_array.DeviceArray.from_numpy(array) or torch's .cuda()")
+
+
+def _torch_pointer(tensor) -> int:
+    if not tensor.is_cuda:
+        raise _host_array_error(tensor)
+    return tensor.data_ptr()
+
+
+def _data_ptr_pointer(arg) -> int:
+    return arg.data_ptr()
+
+
+def _interface_pointer(arg) -> int:
+    return arg.__cuda_array_interface__["data"][0]
+
+
+def _int_pointer(arg) -> int:
+    return arg
+
+
+def _null_pointer(arg) -> int:
+    return 0
+
+
+_POINTER_GETTERS: dict[type, Callable[[Any], int]] = {int: _int_pointer,
+                                                      type(None): _null_pointer}
+
+
+def _pointer_getter(cls: type, sample) -> Callable[[Any], int]:
+    """How to get a device address from objects of type `cls` (decided once per type)."""
+    module = cls.__module__ or ""
+    if module.startswith("torch") and hasattr(sample, "data_ptr"):
+        return _torch_pointer
+    if hasattr(sample, "__cuda_array_interface__"):
+        return _data_ptr_pointer if hasattr(sample, "data_ptr") else _interface_pointer
+    if hasattr(sample, "__array_interface__") or hasattr(sample, "__array__"):
+        raise _host_array_error(sample)
+    if hasattr(sample, "data_ptr"):        # e.g. test doubles, or other tensor libraries
+        return _data_ptr_pointer
+    if isinstance(sample, int) and not isinstance(sample, bool):
+        return _int_pointer
+    raise ArgumentError(f"cannot pass a {cls.__name__} as a pointer argument; pass a torch "
+                        f"tensor, a DeviceArray, an object with __cuda_array_interface__, "
+                        f"an int address or None")
+
+
+def device_pointer(arg) -> int:
+    """The device address of a pointer argument (see the module docstring for what counts)."""
+    getter = _POINTER_GETTERS.get(type(arg))
+    if getter is None:
+        getter = _pointer_getter(type(arg), arg)
+        _POINTER_GETTERS[type(arg)] = getter
+    return getter(arg)
+
+
+def bf16_bits(value) -> int:
+    """The bfloat16 bit pattern of a Python number (round to nearest even, NaN kept quiet)."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
+        return (bits >> 16) | 0x0040
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+# --------------------------------------------------------------------------------------------
+# Scalar checks (slow path only: the fast path lets struct.pack_into check)
+
+def _check_scalar(kind: str, value, name: str):
+    """The value to pack for a scalar argument, or an `ArgumentError` saying what is wrong."""
+    if kind == "i1":
+        try:
+            return bool(value)
+        except Exception:
+            raise ArgumentError(f"argument {name} (i1) must be a bool, "
+                                f"not {type(value).__name__}") from None
+    if kind in ("fp16", "bf16", "fp32", "fp64"):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"argument {name} ({kind}) must be a float, "
+                                f"not {type(value).__name__}") from None
+        limit = FLOAT_LIMITS.get(kind)
+        if limit is not None and math.isfinite(value) and abs(value) > limit:
+            raise ArgumentError(f"argument {name} ({kind}) = {value} is too large for {kind} "
+                                f"(largest finite value {limit})")
+        return value
+    if not hasattr(value, "__index__"):
+        raise ArgumentError(f"argument {name} ({kind}) must be an integer, "
+                            f"not {type(value).__name__}")
+    value = value.__index__()
+    low, high = INT_RANGES[kind]
+    if not low <= value < high:
+        raise ArgumentError(f"argument {name} ({kind}) = {value} is out of range "
+                            f"[{low}, {high - 1}]")
+    return value
+
+
+def check_grid(grid) -> tuple[int, int, int]:
+    """The grid as three non-negative ints; `ArgumentError` for anything else."""
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise ArgumentError(f"grid must be a tuple of 1 to 3 ints, not {grid!r}")
+    dims = []
+    for extent in grid:
+        if not hasattr(extent, "__index__") or extent.__index__() < 0 \
+                or extent.__index__() >= 2**31:
+            raise ArgumentError(f"grid must be a tuple of 1 to 3 non-negative ints below 2**31, "
+                                f"not {tuple(grid)!r}")
+        dims.append(extent.__index__())
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
+# --------------------------------------------------------------------------------------------
+# The argument buffer
+
+@dataclass(frozen=True)
+class ArgLayout:
+    """Where each argument lives in the packed buffer."""
+
+    kinds: tuple[str, ...]
+    struct_format: str
+    offsets: tuple[int, ...]
+    size: int
+
+
+def layout_args(kinds: Sequence[str]) -> ArgLayout:
+    """Lay the arguments out in one buffer, each at its natural alignment. The struct format
+    uses standard sizes with explicit padding ("=" and "x"), so packing range-checks floats as
+    well as integers (native "@" packing would silently turn 1e39 into an fp32 inf)."""
+    kinds = tuple(normalize_kind(k) for k in kinds)
+    fmt, offsets, position = "=", [], 0
+    for kind in kinds:
+        item = ARG_FORMATS[kind]
+        size = struct.calcsize("=" + item)
+        start = (position + size - 1) // size * size
+        fmt += "x" * (start - position) + item
+        offsets.append(start)
+        position = start + size
+    return ArgLayout(kinds, fmt, tuple(offsets), max(position, 8))
+
+
+# The per-signature launch function. `{header}` is either the general form
+# `launch(grid, num_warps, shared_bytes, stream, args)` or the bound form
+# `launch(grid, args, stream=None)` whose num_warps/shared_bytes were fixed at build time.
+# The default stream goes to cuLaunchKernel as None, its cheapest spelling of stream 0.
+_LAUNCH_TEMPLATE = '''
+def launch({header}):
+    try:
+        {unpack} = args
+        {pack}
+        n = len(grid)
+        gx = grid[0]
+        gy = grid[1] if n > 1 else 1
+        gz = grid[2] if n > 2 else 1
+        if n > 3 or gx * gy * gz == 0:
+            check_grid(grid)
+            return
+        err, = cu_launch(function, gx, gy, gz, 32 * num_warps, 1, 1, shared_bytes,
+                         None if stream is None else stream_handle(stream), params_address, 0)
+    except Exception:
+        explain_bad_args(args, grid)
+        raise
+    if err:
+        launch_failed(err, grid, num_warps, shared_bytes, stream, args)
+'''
+GENERAL_HEADER = "grid, num_warps, shared_bytes, stream, args"
+BOUND_HEADER = "grid, args, stream=None"
+
+
+class Launcher:
+    """Launches one compiled kernel; build once, call `launch` many times.
+
+    `function` is the CUfunction (from `driver.get_function`), `signature` the argument kinds
+    in kernel-parameter order (constexprs excluded). `launch_fn` defaults to cuda.bindings'
+    cuLaunchKernel; tests pass a stand-in with the same signature. The shared argument buffer
+    makes one Launcher unsafe to call from two threads at once; the driver copies the arguments
+    during cuLaunchKernel, so reusing it across launches is safe.
+    """
+
+    def __init__(self, function, signature: Sequence[str], *, name: str = "kernel",
+                 arg_names: Sequence[str] | None = None, device: int = 0,
+                 launch_fn: Callable | None = None):
+        self.function = function
+        self.name = name
+        self.device = device
+        self.layout = layout_args(signature)
+        n = len(self.layout.kinds)
+        self.arg_names = tuple(arg_names) if arg_names is not None else \
+            tuple(f"#{i}" for i in range(n))
+        if len(self.arg_names) != n:
+            raise ValueError(f"{n} argument kinds but {len(self.arg_names)} argument names")
+        self.buffer = (ctypes.c_char * self.layout.size)()
+        base = ctypes.addressof(self.buffer)
+        self.params = (ctypes.c_void_p * max(n, 1))(*[base + off for off in self.layout.offsets])
+        self.params_address = ctypes.addressof(self.params)
+        if launch_fn is None:
+            launch_fn = driver.bindings().cuLaunchKernel
+        self._launch_fn = launch_fn
+        self._retrying = False
+        self.launch = self._generate_launch(GENERAL_HEADER, {})
+
+    def _generate_launch(self, header: str, bound: dict) -> Callable:
+        """Compile a launch function for this signature (see `_LAUNCH_TEMPLATE`); `bound`
+        supplies names the header does not take (num_warps, shared_bytes)."""
+        names = [f"a{i}" for i in range(len(self.layout.kinds))]
+        values = [_FAST_CONVERSIONS.get(kind, "{}").format(arg)
+                  for arg, kind in zip(names, self.layout.kinds)]
+        source = _LAUNCH_TEMPLATE.format(
+            header=header,
+            unpack=", ".join(names) + "," if names else "()",
+            pack=f"pack_into(buffer, 0, {', '.join(values)})" if names else "pass")
+        namespace = {
+            "pack_into": struct.Struct(self.layout.struct_format).pack_into,
+            "buffer": self.buffer, "device_pointer": device_pointer, "bf16_bits": bf16_bits,
+            "cu_launch": self._launch_fn, "function": self.function,
+            "stream_handle": driver.stream_handle, "params_address": self.params_address,
+            "explain_bad_args": self.explain_bad_args, "launch_failed": self._launch_failed,
+            "check_grid": check_grid, **bound,
+        }
+        exec(compile(source, f"<launcher {self.name}>", "exec"), namespace)
+        return namespace["launch"]
+
+    def bind(self, num_warps: int, shared_bytes: int = 0) -> Callable:
+        """A launch function `(grid, args, stream=None)` with num_warps and dynamic shared
+        memory fixed: the fastest way to launch one compiled kernel repeatedly."""
+        if num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
+        return self._generate_launch(BOUND_HEADER, {"num_warps": num_warps,
+                                                    "shared_bytes": int(shared_bytes)})
+
+    def pack(self, args: Sequence) -> bytes:
+        """Pack `args` into the buffer (checked, slow path) and return the buffer's bytes."""
+        values = self.convert_args(args)
+        struct.pack_into(self.layout.struct_format, self.buffer, 0, *values)
+        return bytes(self.buffer)
+
+    def convert_args(self, args: Sequence) -> list:
+        """The values to pack, checked one by one; `ArgumentError` names a bad argument."""
+        if len(args) != len(self.layout.kinds):
+            raise ArgumentError(f"kernel {self.name} takes {len(self.layout.kinds)} arguments "
+                                f"({', '.join(self.arg_names)}), got {len(args)}")
+        values = []
+        for arg, kind, name in zip(args, self.layout.kinds, self.arg_names):
+            if kind == "ptr":
+                try:
+                    values.append(device_pointer(arg))
+                except ArgumentError as exc:
+                    raise ArgumentError(f"argument {name} of kernel {self.name}: {exc}") from None
+            else:
+                value = _check_scalar(kind, arg, f"{name} of kernel {self.name}")
+                values.append(bf16_bits(value) if kind == "bf16" else value)
+        return values
+
+    def explain_bad_args(self, args, grid=(1,)) -> None:
+        """Called when the fast path failed: raise a clear `ArgumentError` if the arguments
+        or the grid are at fault (otherwise return and let the original exception propagate)."""
+        check_grid(grid)
+        if not isinstance(args, (tuple, list)):
+            raise ArgumentError(f"launch arguments of kernel {self.name} must be a tuple or "
+                                f"list, not {type(args).__name__}")
+        self.convert_args(args)
+
+    def _launch_failed(self, err, grid, num_warps, shared_bytes, stream, args) -> None:
+        """A failed cuLaunchKernel: retry once if this thread had no context, else raise."""
+        cu = driver.bindings()
+        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT and not self._retrying:
+            driver.forget_current_context()     # a new thread: make the context current, retry
+            driver.context(self.device)
+            self._retrying = True
+            try:
+                self.launch(grid, num_warps, shared_bytes, stream, args)  # general form
+            finally:
+                self._retrying = False
+            return
+        driver.raise_cuda_error(
+            f"cuLaunchKernel({self.name}, grid={tuple(grid)}, block={32 * num_warps}, "
+            f"shared={shared_bytes})", err)
+
+    # ---- building one from a compiled kernel -------------------------------------------------
+    @classmethod
+    def for_kernel(cls, kernel, device: int = 0, backend=None,
+                   launch_fn: Callable | None = None) -> "KernelLauncher":
+        """Load a `CompiledKernel` (its cubin, else its PTX) onto `device` with `backend`
+        (default: the nvidia one) and return its `KernelLauncher`, whose
+        `launch(grid, args, stream=None)` is the fast path."""
+        if backend is None:
+            from compiler.codegen.backend import get_backend
+            backend = get_backend("nvidia")
+        binary = kernel.asm.get("cubin")
+        if not isinstance(binary, (bytes, bytearray)):
+            binary = kernel.asm.get("ptx")
+        if not binary:
+            raise ValueError(f"kernel {kernel.name} has neither a cubin nor PTX to load; "
+                             f"compile it through the ptx stage first")
+        loaded = backend.load_binary(kernel.name, binary, kernel.shared, device)
+        metadata = getattr(kernel, "metadata", {}) or {}
+        module = getattr(kernel, "ttgir_module", None) or getattr(kernel, "ttir_module", None)
+        kinds = metadata.get("arg_kinds") or (kernel_arg_kinds(module) if module else None)
+        if kinds is None:
+            raise ValueError(f"kernel {kernel.name} has no argument kinds (metadata "
+                             f"'arg_kinds') and no IR module to read them from")
+        names = kernel_arg_names(module) if module is not None else None
+        if names is not None and len(names) != len(kinds):
+            names = None
+        launcher = cls(loaded.function, kinds, name=kernel.name, arg_names=names, device=device,
+                       launch_fn=launch_fn)
+        num_warps = int(metadata.get("num_warps") or kernel.num_warps)
+        return KernelLauncher(launcher, loaded, num_warps, kernel.shared)
+
+
+class KernelLauncher:
+    """A loaded kernel ready to launch: `launch(grid, args, stream=None)` with its num_warps
+    and dynamic shared memory fixed (the generated fast path)."""
+
+    def __init__(self, launcher: Launcher, loaded, num_warps: int, shared_bytes: int):
+        self.launcher = launcher
+        self.loaded = loaded
+        self.num_warps = num_warps
+        self.shared_bytes = shared_bytes
+        self.launch = launcher.bind(num_warps, shared_bytes)
+
+    def __repr__(self) -> str:
+        return (f"KernelLauncher({self.launcher.name}, num_warps={self.num_warps}, "
+                f"shared={self.shared_bytes}, args={list(self.launcher.layout.kinds)})")
+
+
+def _public_function(module):
+    funcs = [op for op in module.functions()
+             if getattr(op.attributes.get("sym_visibility"), "value", "public") == "public"]
+    if len(funcs) != 1:
+        raise ValueError(f"expected one public tt.func in the module, found {len(funcs)}")
+    return funcs[0]
+
+
+def kernel_arg_kinds(module) -> list[str]:
+    """Argument kinds of a module's public kernel, from its block arguments' types
+    (pointers -> "ptr", i32 -> "i32", f32 -> "fp32", ...)."""
+    from compiler.ir.types import PointerType
+    kinds = []
+    for arg in _public_function(module).body.args:
+        kinds.append("ptr" if isinstance(arg.type, PointerType) else normalize_kind(str(arg.type)))
+    return kinds
+
+
+def kernel_arg_names(module) -> list[str] | None:
+    """The kernel's parameter names (from their locations), or None when any is unnamed."""
+    names = []
+    for arg in _public_function(module).body.args:
+        name_of = getattr(arg.loc, "name", None)
+        name = name_of() if callable(name_of) else name_of
+        if not name:
+            return None
+        names.append(str(name))
+    return names
