@@ -172,25 +172,27 @@ def _module_int_attr(module: Module, key: str) -> int:
 
 def stage_llir(state: CompileState) -> None:
     """llir: lower ttgir to LLVM IR with llvmlite, then optimize it (O3)."""
-    from compiler.codegen import lower_module, optimize_llvm
+    from compiler.codegen.lowering import LoweringOptions, lower_module
+    from compiler.codegen.optimize import optimize_llvm
     text = _override(state, "llir")
     base_index = len(state.trace.passes)
     if text is None:
         start = time.perf_counter()
-        lowered = lower_module(state.ttgir, state.trace.stages["ttgir"],
-                               {"num_warps": state.options.num_warps, "arch": state.options.arch,
-                                "name": state.name})
-        unoptimized = lowered.llvm_ir
-        state.metadata.update(lowered.metadata)
-        _llir_record(state, "convert-tritongpu-to-llvm", base_index, start, unoptimized,
+        lowered = lower_module(state.ttgir, LoweringOptions(ttgir_file=f"{state.name}.ttgir",
+                                                            optimize=False))
+        state.metadata.update({"shared": lowered.shared_bytes, "num_warps": lowered.num_warps,
+                               "arg_kinds": list(lowered.arg_kinds),
+                               "threads_per_warp": lowered.threads_per_warp})
+        state.trace.ttgir_op_python = {str(k): v for k, v in lowered.op_python.items()}
+        state.trace.stage_inputs["llir"] = lowered.ttgir
+        _llir_record(state, "convert-tritongpu-to-llvm", base_index, start, lowered.llvm_ir,
                      "Lowers every ttgir op to LLVM IR: a distributed tensor becomes a list of "
                      "per-thread registers; memory ops become (vectorized, predicated) PTX.")
         start = time.perf_counter()
-        text = optimize_llvm(unoptimized, state.options.arch)
-        _llir_record(state, "llvm-optimize{level=3}", base_index + 1, start, text,
+        text = optimize_llvm(lowered.llvm_ir, 3)
+        _llir_record(state, "llvm-optimize", base_index + 1, start, text,
                      "LLVM's O3 pipeline through llvmlite: inlining, instcombine, GVN, "
                      "loop and vector optimizations on the lowered kernel.")
-        state.trace.stage_inputs.setdefault("llir", state.trace.stages["ttgir"])
     state.llir = text
     state.trace.stages["llir"] = text
 
@@ -208,23 +210,23 @@ def _llir_record(state, name, index, start, text, doc) -> None:
 def stage_ptx(state: CompileState) -> None:
     """ptx: LLVM IR to PTX through llvmlite's NVPTX target; then the ttgir -> PTX line map."""
     from compiler.codegen.linemap import ptx_line_map
-    from compiler.codegen.ptx import llir_to_ptx
+    from compiler.codegen.ptx import llvm_to_ptx
     text = _override(state, "ptx")
-    state.ptx = text if text is not None else llir_to_ptx(state.llir, state.options.arch)
+    state.ptx = text if text is not None else llvm_to_ptx(state.llir, f"sm_{state.options.arch}")
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
 
 
 def stage_cubin(state: CompileState) -> None:
     """cubin: assemble the PTX with ptxas (its -v report goes into the trace)."""
-    from compiler.codegen.cubin import PtxasNotFound, assemble
+    from compiler.codegen.cubin import assemble
+    from compiler.codegen.toolchain import find_tool
     if not state.options.build_cubin:
         return
-    try:
-        state.cubin, info = assemble(state.ptx, f"sm_{state.options.arch}")
-    except PtxasNotFound as err:
-        state.trace.notes.append(f"no cubin: {err}; the driver will JIT-compile the PTX")
+    if find_tool("ptxas") is None:
+        state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
         return
+    state.cubin, info = assemble(state.ptx, f"sm_{state.options.arch}")
     state.trace.cubin_info = info
     state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
 
