@@ -2,12 +2,11 @@
 reductions, scans, dot, atomics, printing)."""
 from __future__ import annotations
 
-from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
-                                    TypeAttr, UnitAttr)
-from compiler.ir.core import Block, Operation, Region, register_op
+from compiler.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr, symbol_text
+from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, EnumThenType, OperandTypes, SameType, Syntax, Terminator
-from compiler.ir.types import (FunctionType, IntegerType, PointerType, TensorType, like,
+from compiler.ir.types import (FunctionType, IntegerType, TensorType, like,
                                shape_of)
 from compiler.ir.verifier_errors import VerificationError
 
@@ -35,7 +34,8 @@ class _FuncSyntax(Syntax):
         rest = p.attr_dict(op.attributes, exclude=("sym_name", "function_type", "sym_visibility"),
                            keyword="attributes ")
         body = p.region(op.regions[0], indent, print_entry_args=False)
-        return (f"{op.name} {vis_text}@{op.attributes['sym_name'].value}({', '.join(args)})"
+        return (f"{op.name} {vis_text}{symbol_text(op.attributes['sym_name'].value)}"
+                f"({', '.join(args)})"
                 f"{results}{rest} {body}")
 
     def parse(self, ps, cls, num_results):
@@ -44,8 +44,7 @@ class _FuncSyntax(Syntax):
             attrs["sym_visibility"] = StringAttr("public")
         elif ps.keyword("private"):
             attrs["sym_visibility"] = StringAttr("private")
-        ps.expect("@")
-        attrs["sym_name"] = StringAttr(ps.identifier())
+        attrs["sym_name"] = StringAttr(ps.symbol_name())
         ps.expect("(")
         entry = []
         while not ps.consume(")"):
@@ -117,12 +116,11 @@ class _CallSyntax(Syntax):
         ins = p.types(v.type for v in op.operands)
         outs = p.types(r.type for r in op.results)
         rest = p.attr_dict(op.attributes, exclude=("callee",))
-        return (f"{op.name} @{op.attributes['callee'].name}({p.values(op.operands)}){rest} : "
+        return (f"{op.name} {op.attributes['callee']}({p.values(op.operands)}){rest} : "
                 f"({ins}) -> ({outs})")
 
     def parse(self, ps, cls, num_results):
-        ps.expect("@")
-        callee = ps.identifier()
+        callee = ps.symbol_name()
         ps.expect("(")
         operands = ps.operand_list()
         ps.expect(")")

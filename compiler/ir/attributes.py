@@ -165,7 +165,15 @@ class SymbolRefAttr(Attribute):
     name: str
 
     def __str__(self) -> str:
-        return f"@{self.name}"
+        return symbol_text(self.name)
+
+
+def symbol_text(name: str) -> str:
+    """`@name`, quoted when the name is not a plain identifier (`@"a.b-c"`)."""
+    import re
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name):
+        return f"@{name}"
+    return "@" + str(StringAttr(name))
 
 
 def int_attr(value: int, width: int = 32) -> IntegerAttr:

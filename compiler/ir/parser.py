@@ -118,6 +118,13 @@ class Parser:
             return True
         return False
 
+    def symbol_name(self) -> str:
+        """`@name` or `@"quoted.name"` (MLIR quotes symbols that are not identifiers)."""
+        self.expect("@")
+        if self.text.startswith('"', self.pos):
+            return self.string()
+        return self.identifier()
+
     def string(self) -> str:
         self.skip_ws()
         if not self.at('"'):
@@ -313,8 +320,7 @@ class Parser:
             self.expect(">")
             return DenseArrayAttr(tuple(values), element)
         if self.at("@"):
-            self.expect("@")
-            return SymbolRefAttr(self.identifier())
+            return SymbolRefAttr(self.symbol_name())
         if self.at("dense<"):
             return self.dense_attribute()
         if self.at("#"):

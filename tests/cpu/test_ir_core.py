@@ -12,7 +12,8 @@ from compiler.ir.verifier import verify_module
 
 REFERENCE_STAGES = [("add", "ttir"), ("softmax", "ttir"), ("layernorm", "ttir"),
                     ("matmul", "ttir"), ("add", "ttgir"), ("softmax", "ttgir"),
-                    ("layernorm", "ttgir")]
+                    ("layernorm", "ttgir"), ("softmax", "source"), ("layernorm", "source"),
+                    ("matmul", "source")]
 
 
 def make_kernel() -> tuple[Module, Builder, list]:

@@ -1,0 +1,11 @@
+"""The `ub` dialect: `ub.poison`, an undefined value (Triton's front end makes them for
+variables of a function that returns early); no pass of ours makes one, but files from Triton
+(its `.source` stage) use it."""
+from __future__ import annotations
+
+from compiler.ir.syntax import AttrsThenType
+
+from .common import define_op
+
+PoisonOp = define_op("PoisonOp", "ub.poison", AttrsThenType(), ("pure",),
+                     doc="`ub.poison`: a value with no defined contents.")
