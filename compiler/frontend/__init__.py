@@ -1,1 +1,66 @@
-"""compiler.frontend"""
+"""compiler.frontend: Python AST -> ttir. `generate_ttir` compiles a `@jit` function (or a plain
+`def`) for one specialization; `referenced_globals` lists the globals it reads (for cache keys).
+
+Layout: `source` (reading the function), `codegen` (syntax: the AST visitor), `semantic`
+(types, promotion, broadcasting, IR building), `errors` (positioned, user-facing errors).
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import CompilationError, SemanticError
+
+
+def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = None,
+                  options: dict | None = None):
+    """Compile `fn` (a function or an object with `.fn`) into a verified ttir `Module` holding
+    `tt.func public @<name>` and private callees reached through `tt.call`.
+
+    `signature` maps each runtime parameter to a Triton type string ("*fp32", "i32", ...),
+    `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
+    `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
+    (default: the environment's TILE_DEBUG=1, read here once) keeps internal tracebacks.
+    """
+    from compiler.ir.attributes import int_attr
+    from compiler.ir.core import Module
+    from compiler.ir.verifier import verify_module
+
+    from .codegen import ModuleContext, generate_function, kernel_params
+    from .source import FunctionSource
+
+    options = dict(options or {})
+    debug = options.get("debug")
+    if debug is None:
+        debug = os.environ.get("TILE_DEBUG") == "1"
+    inner = getattr(fn, "fn", fn)
+    try:
+        src = FunctionSource.of(inner)
+        module = Module(loc=src.location(src.tree))
+        mctx = ModuleContext(module, bool(debug))
+        params = kernel_params(src, dict(signature), dict(constexprs))
+        arg_attrs = {name: {"tt.divisibility": int_attr(16)}
+                     for name in (attrs or {}).get("divisibility_16", ())}
+        name, _ = generate_function(inner, inner.__name__, params, mctx, "public", arg_attrs)
+        kernel = module.lookup(name)
+        if kernel.function_type.results:
+            raise CompilationError("a kernel cannot return a value; store results through a "
+                                   "pointer instead", src.file, src.line_of(src.tree),
+                                   src.col_of(src.tree), src.source_line(src.tree))
+        # The kernel first, then its callees (they were appended as they were generated).
+        module.body.ops.remove(kernel)
+        module.body.insert(0, kernel)
+    except CompilationError as exc:
+        if debug:
+            raise
+        raise exc.with_traceback(None) from None
+    verify_module(module)
+    return module
+
+
+def referenced_globals(fn) -> dict:
+    """The globals `fn` reads: name -> repr-able summary (jit callees hashed by source)."""
+    from .source import referenced_globals as _referenced
+    return _referenced(getattr(fn, "fn", fn))
+
+
+__all__ = ["generate_ttir", "referenced_globals", "CompilationError", "SemanticError"]

@@ -1,1 +1,19 @@
-"""compiler.language"""
+"""compiler.language: the kernel DSL, a drop-in for `triton.language` (import it as `tl`).
+
+Values inside a kernel are `tensor`s and `constexpr`s; the functions here are builtins that
+the front end (`compiler.frontend`) implements while compiling a `@jit` function.
+"""
+from . import math  # noqa: F401
+from .core import (NotInKernelError, bfloat16, block_type, builtin, constexpr, dtype,  # noqa: F401
+                   float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
+                   tensor, uint8, uint16, uint32, uint64)
+from .iterators import range, static_range  # noqa: F401
+from .standard import (  # noqa: F401
+    abs, arange, argmax, argmin, assume, atomic_add, atomic_and, atomic_cas, atomic_max,
+    atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to, cdiv, ceil, clamp,
+    cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, erf, exp, exp2, expand_dims,
+    fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
+    minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
+    sin, softmax, sqrt, static_assert, static_print, store, sum, trans, view, where, zeros,
+    zeros_like)
+

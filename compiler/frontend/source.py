@@ -1,0 +1,139 @@
+"""A kernel's source as the front end sees it: the parsed `def`, its file, real line numbers,
+the names it can read (globals and closure cells), and the `referenced_globals` summary the jit
+hashes into its cache key."""
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass, field
+
+from compiler.ir.location import FileLineCol
+
+
+@dataclass
+class FunctionSource:
+    """The parsed source of one Python function with the offsets that map AST positions back
+    to the file (line of the first source line, columns removed by dedenting)."""
+
+    fn: object
+    tree: ast.FunctionDef
+    file: str
+    lines: list
+    first_line: int
+    indent: int
+    namespace: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fn) -> "FunctionSource":
+        """Read `fn`'s source with inspect, dedent it and parse its `def`."""
+        fn = getattr(fn, "fn", fn)
+        try:
+            lines, first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise TypeError(f"cannot read the source of {getattr(fn, '__name__', fn)!r} ({exc}); "
+                            "kernels and @jit functions must be defined in a source file") \
+                from None
+        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+        module = ast.parse(dedented)
+        defs = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+        if not defs:
+            raise TypeError(f"{fn!r} is not a function defined with `def`")
+        namespace = dict(getattr(fn, "__globals__", {}))
+        if getattr(fn, "__closure__", None):
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    namespace[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return cls(fn, defs[0], file, lines, first_line, indent, namespace)
+
+    def line_of(self, node: ast.AST) -> int:
+        """The node's 1-based line in the file."""
+        return self.first_line + node.lineno - 1
+
+    def col_of(self, node: ast.AST) -> int:
+        """The node's 0-based column in the file."""
+        return node.col_offset + self.indent
+
+    def location(self, node: ast.AST) -> FileLineCol:
+        """The node's file:line:col location."""
+        return FileLineCol(self.file, self.line_of(node), self.col_of(node))
+
+    def source_line(self, node: ast.AST) -> str:
+        """The text of the node's first line."""
+        index = node.lineno - 1
+        return self.lines[index].rstrip("\n") if 0 <= index < len(self.lines) else ""
+
+    def lookup(self, name: str):
+        """(found, value) for a global, closure or Python builtin name."""
+        if name in self.namespace:
+            return True, self.namespace[name]
+        if hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+
+
+def is_jit_function(obj) -> bool:
+    """A `@jit`-decorated function: an object (not a builtin) whose `.fn` is a Python function."""
+    return not isinstance(obj, types.ModuleType) and \
+        isinstance(getattr(obj, "fn", None), types.FunctionType)
+
+
+def local_names(tree: ast.FunctionDef) -> set:
+    """Parameters and every name the function assigns (these are not globals)."""
+    names = {a.arg for a in tree.args.args + tree.args.kwonlyargs}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def referenced_globals(fn, _seen: set | None = None) -> dict:
+    """The globals `fn` reads, as name -> a repr-able summary of their value, so that a cache
+    key built from them changes when any of them changes (called jit functions contribute a
+    hash of their source and, recursively, of the globals they read)."""
+    seen = set() if _seen is None else _seen
+    src = FunctionSource.of(fn)
+    locals_ = local_names(src.tree)
+    result: dict = {}
+    for node in ast.walk(src.tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        if node.id in locals_ or node.id in result or node.id not in src.namespace:
+            continue
+        result[node.id] = summarize(src.namespace[node.id], seen)
+    return result
+
+
+def summarize(value, seen: set):
+    """A stable, repr-able stand-in for a global value."""
+    from compiler.language.core import constexpr, dtype
+    if isinstance(value, constexpr):
+        return ("constexpr", summarize(value.value, seen))
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dtype):
+        return repr(value)
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if isinstance(value, (tuple, list)):
+        return tuple(summarize(v, seen) for v in value)
+    if is_jit_function(value):
+        inner = value.fn
+        key = f"{inner.__module__}.{inner.__qualname__}"
+        if key in seen:
+            return ("jit", key)
+        seen.add(key)
+        digest = hashlib.sha256(inspect.getsource(inner).encode()).hexdigest()[:16]
+        return ("jit", key, digest, tuple(sorted(referenced_globals(inner, seen).items())))
+    if callable(value):
+        return ("callable", getattr(value, "__module__", ""), getattr(value, "__qualname__",
+                                                                      repr(value)))
+    return ("object", type(value).__name__)

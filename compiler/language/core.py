@@ -1,0 +1,311 @@
+"""The DSL's value model: dtypes, pointer and block types, `constexpr`, `tensor`, and the
+`@builtin` marker that tells the code generator which functions it implements itself.
+
+A kernel's runtime values are `tensor` objects (a scalar is a tensor of shape `[]`) wrapping an
+IR value; compile-time values are `constexpr` objects. Builtins are plain functions whose first
+parameter is the semantic context (`compiler.frontend.semantic.Semantic`) that the code generator
+passes explicitly; calling one from ordinary Python raises `NotInKernelError`.
+"""
+from __future__ import annotations
+
+import functools
+
+from compiler.ir import types as irt
+
+
+class NotInKernelError(RuntimeError):
+    """A `tl.*` builtin was called outside a kernel being compiled."""
+
+
+# ---- dtypes -------------------------------------------------------------------------------------
+class dtype:
+    """A scalar element type with its signedness (IR integers are signless; the DSL's are not).
+
+    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp16, bf16, fp32, fp64.
+    """
+
+    SINT = ("int8", "int16", "int32", "int64")
+    UINT = ("int1", "uint8", "uint16", "uint32", "uint64")  # int1 is unsigned, as in Triton
+    FP = ("fp16", "bf16", "fp32", "fp64")
+    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+
+    def __init__(self, name: str):
+        if name not in self.SINT + self.UINT + self.FP:
+            raise ValueError(f"unknown dtype {name!r}")
+        self.name = name
+
+    # -- classification (Triton's method names) --
+    def is_floating(self) -> bool:
+        """True for fp16, bf16, fp32 and fp64."""
+        return self.name in self.FP
+
+    def is_int(self) -> bool:
+        """True for signed and unsigned integers (int1 included)."""
+        return self.name in self.SINT + self.UINT
+
+    def is_bool(self) -> bool:
+        """True for int1."""
+        return self.name == "int1"
+
+    def is_int_signed(self) -> bool:
+        """True for int8..int64."""
+        return self.name in self.SINT
+
+    def is_int_unsigned(self) -> bool:
+        """True for int1 and uint8..uint64."""
+        return self.name in self.UINT
+
+    def is_ptr(self) -> bool:
+        """True for pointer types."""
+        return False
+
+    def is_fp16(self) -> bool:
+        """True for fp16."""
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        """True for bf16."""
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        """True for fp32."""
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        """True for fp64."""
+        return self.name == "fp64"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        """The width in bits (1 for int1)."""
+        if self.is_floating():
+            return {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}[self.name]
+        return int(self.name.lstrip("uint"))
+
+    @property
+    def int_bitwidth(self) -> int:
+        """The width in bits of an integer dtype."""
+        return self.primitive_bitwidth
+
+    @property
+    def scalar(self) -> "dtype":
+        """The element dtype (a dtype is its own)."""
+        return self
+
+    def to_ir(self) -> irt.Type:
+        """The IR type (signless integers, MLIR float kinds)."""
+        if self.is_floating():
+            return irt.FloatType({"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}[self.name])
+        return irt.IntegerType(self.primitive_bitwidth)
+
+    def kind(self) -> int:
+        """Triton's type kind order used by scalar promotion: bool < integer < float."""
+        if self.is_bool():
+            return 0
+        if self.is_int():
+            return 1
+        return 2
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, dtype) and not isinstance(other, pointer_type) \
+            and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("dtype", self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"triton.language.{self._PY_NAMES.get(self.name, self.name)}"
+
+
+class pointer_type(dtype):
+    """A pointer to global memory holding `element_ty` values (`*fp32` in a signature)."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1):
+        self.element_ty = element_ty
+        self.address_space = address_space
+        self.name = f"pointer<{element_ty.name}>"
+
+    def is_ptr(self) -> bool:
+        """True for pointer types."""
+        return True
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        """Pointers are 64 bits wide."""
+        return 64
+
+    def kind(self) -> int:
+        """Pointers rank above every numeric kind."""
+        return 3
+
+    def to_ir(self) -> irt.Type:
+        """The IR type."""
+        return irt.PointerType(self.element_ty.to_ir(), self.address_space)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("ptr", self.element_ty))
+
+    def __str__(self) -> str:
+        return "*" + self.element_ty.name
+
+    def __repr__(self) -> str:
+        return f"pointer_type({self.element_ty!r})"
+
+
+class block_type:
+    """The type of a block (tensor) value: an element dtype and a static shape."""
+
+    def __init__(self, element_ty: dtype, shape):
+        self.element_ty = element_ty
+        self.shape = tuple(int(d) for d in shape)
+
+    @property
+    def scalar(self) -> dtype:
+        """The element dtype (a dtype is its own)."""
+        return self.element_ty
+
+    @property
+    def numel(self) -> int:
+        """The number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def to_ir(self) -> irt.Type:
+        """The IR type."""
+        return irt.TensorType(self.shape, self.element_ty.to_ir())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, block_type) and other.element_ty == self.element_ty \
+            and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash((self.element_ty, self.shape))
+
+    def __str__(self) -> str:
+        return f"<{list(self.shape)}, {self.element_ty}>"
+
+
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+
+DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
+                                      uint64, float16, bfloat16, float32, float64)}
+SIGNATURE_ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                     "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+                     "u64": "uint64", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32",
+                     "fp64": "fp64", "f16": "fp16", "f32": "fp32", "f64": "fp64"}
+
+
+def dtype_from_signature(text: str) -> dtype:
+    """Parse a Triton signature string (`"*fp32"`, `"i32"`, `"u8"`, ...) into a dtype."""
+    text = text.strip()
+    if text.startswith("*"):
+        return pointer_type(dtype_from_signature(text[1:]))
+    name = SIGNATURE_ALIASES.get(text, text)
+    if name not in DTYPES_BY_NAME:
+        raise ValueError(f"unknown signature type {text!r}; expected e.g. '*fp32', 'i32', 'fp32'")
+    return DTYPES_BY_NAME[name]
+
+
+# ---- compile-time values --------------------------------------------------------------------------
+class constexpr:
+    """A compile-time constant; also the annotation (`BLOCK: tl.constexpr`) of such parameters."""
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __index__(self) -> int:
+        return self.value.__index__()
+
+    def __eq__(self, other) -> bool:
+        other = other.value if isinstance(other, constexpr) else other
+        return self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+# ---- runtime values ---------------------------------------------------------------------------
+class tensor:
+    """A runtime value inside a kernel: an IR value `handle` with a DSL type (a scalar `dtype`
+    or a `block_type`)."""
+
+    def __init__(self, handle, type_):
+        self.handle = handle
+        self.type = type_
+
+    @property
+    def dtype(self) -> dtype:
+        """The element dtype (Triton's `x.dtype`), e.g. `pointer_type(fp32)` for a pointer block."""
+        return self.type.scalar
+
+    @property
+    def shape(self) -> tuple:
+        """The static shape; `()` for a scalar."""
+        return self.type.shape if isinstance(self.type, block_type) else ()
+
+    @property
+    def numel(self) -> int:
+        """The number of elements."""
+        return self.type.numel if isinstance(self.type, block_type) else 1
+
+    def is_block(self) -> bool:
+        """True for a block (tensor) value, False for a scalar."""
+        return isinstance(self.type, block_type)
+
+    def __repr__(self) -> str:
+        return f"tensor({self.type})"
+
+    def __bool__(self):
+        raise NotInKernelError("a tensor's truth value is only known at run time; use it in an "
+                               "`if` inside a kernel")
+
+
+# ---- builtins ---------------------------------------------------------------------------------
+def builtin(fn=None, *, host=None):
+    """Mark `fn(semantic, *args, **kwargs)` as a DSL builtin the code generator calls itself.
+
+    The returned function raises `NotInKernelError` when called from ordinary Python, unless a
+    `host` implementation is given (e.g. `cdiv` works on plain ints outside kernels too).
+    """
+    def mark(impl):
+        """Wrap `impl` so that ordinary calls raise (or run `host`)."""
+        @functools.wraps(impl)
+        def outside_kernel(*args, **kwargs):
+            """The builtin called from ordinary Python."""
+            if host is not None:
+                return host(*args, **kwargs)
+            raise NotInKernelError(f"tl.{impl.__name__} can only be called inside a @jit kernel")
+        outside_kernel.__tile_builtin__ = impl
+        return outside_kernel
+    return mark(fn) if fn is not None else mark
+
+
+def builtin_impl(obj):
+    """The in-kernel implementation of a builtin, or None for anything else."""
+    return getattr(obj, "__tile_builtin__", None)

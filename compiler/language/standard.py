@@ -1,0 +1,676 @@
+"""The `triton.language` builtins: program ids, ranges, creation, memory, shapes, arithmetic,
+reductions, scans, atomics and debugging.
+
+Each is a plain function marked `@builtin` whose first parameter `_sem` is the semantic context
+(`compiler.frontend.semantic.Semantic`) that the code generator passes explicitly. Arguments
+are `tensor`s (runtime values) or `constexpr`s (compile-time values).
+"""
+from __future__ import annotations
+
+from compiler.frontend.errors import SemanticError
+from compiler.ir.attributes import BoolAttr, DenseArrayAttr, StringAttr, int_attr
+
+from . import core
+from .core import block_type, builtin, constexpr, dtype, tensor
+
+
+# ---- argument helpers ---------------------------------------------------------------------------
+def _const(x, what: str):
+    """The Python value of a compile-time argument, or a SemanticError naming `what`."""
+    if isinstance(x, constexpr):
+        return x.value
+    if isinstance(x, tensor):
+        raise SemanticError(f"{what} must be a compile-time constant (tl.constexpr), but it is "
+                            f"a runtime value of dtype {x.dtype}")
+    return x
+
+
+def _opt_const(x, what: str):
+    return None if x is None else _const(x, what)
+
+
+def _shape(args, what: str = "shape") -> tuple:
+    """A static shape from `(4, 8)`, `[4, 8]` or `4, 8`, each entry constexpr."""
+    if len(args) == 1:
+        single = _const(args[0], what) if not isinstance(args[0], (tuple, list)) else args[0]
+        args = single if isinstance(single, (tuple, list)) else (single,)
+    dims = []
+    for d in args:
+        v = _const(d, what)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise SemanticError(f"{what} entries must be positive integer constants, got {v!r}")
+        dims.append(v)
+    return tuple(dims)
+
+
+def _dtype(x, what: str = "dtype") -> dtype:
+    v = _const(x, what)
+    if not isinstance(v, dtype):
+        raise SemanticError(f"{what} must be a tl dtype such as tl.float32, got {v!r}")
+    return v
+
+
+def _axis(x):
+    v = _opt_const(x, "axis")
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+        raise SemanticError(f"axis must be an integer constant or None, got {v!r}")
+    return v
+
+
+# ---- program ids and ranges -------------------------------------------------------------------
+def _program_axis(axis) -> int:
+    axis = _const(axis, "axis")
+    if axis not in (0, 1, 2):
+        raise SemanticError(f"axis must be 0, 1 or 2, got {axis!r}")
+    return axis
+
+
+@builtin
+def program_id(_sem, axis=constexpr(0)) -> tensor:
+    """The index of this program instance along grid axis 0, 1 or 2 (an int32 scalar)."""
+    from compiler.dialects import tt
+    return _sem._new(tt.GetProgramIdOp, [], core.int32, {"axis": int_attr(_program_axis(axis))})
+
+
+@builtin
+def num_programs(_sem, axis=constexpr(0)) -> tensor:
+    """The number of program instances along grid axis 0, 1 or 2."""
+    from compiler.dialects import tt
+    return _sem._new(tt.GetNumProgramsOp, [], core.int32, {"axis": int_attr(_program_axis(axis))})
+
+
+@builtin
+def arange(_sem, start, end) -> tensor:
+    """`[start, end)` as an int32 block; both ends constexpr and `end - start` a power of two."""
+    from compiler.dialects import tt
+    lo, hi = _const(start, "arange's start"), _const(end, "arange's end")
+    if not isinstance(lo, int) or not isinstance(hi, int):
+        raise SemanticError(f"arange's bounds must be integer constants, got {lo!r} and {hi!r}")
+    n = hi - lo
+    if n <= 0 or n & (n - 1):
+        raise SemanticError(f"arange's length end - start = {n} must be a positive power of two "
+                            "(e.g. 64, 128, 1024)")
+    return _sem._new(tt.MakeRangeOp, [], block_type(core.int32, (n,)),
+                    {"start": int_attr(lo), "end": int_attr(hi)})
+
+
+# ---- creation ---------------------------------------------------------------------------------
+@builtin
+def full(_sem, shape, value, dtype) -> tensor:
+    """A block of `shape` filled with `value` (a constant or a runtime scalar) of `dtype`."""
+    dims = _shape((shape,))
+    dt = _dtype(dtype)
+    if isinstance(value, tensor):
+        if value.is_block():
+            raise SemanticError("tl.full's value must be a scalar")
+        return _sem.splat(_sem.cast(value, dt), dims)
+    return _sem.constant(_const(value, "value"), dt, dims)
+
+
+@builtin
+def zeros(_sem, shape, dtype) -> tensor:
+    """A block of `shape` filled with zeros of `dtype`."""
+    return _sem.constant(0, _dtype(dtype), _shape((shape,)))
+
+
+@builtin
+def zeros_like(_sem, input) -> tensor:
+    """Zeros of `input`'s shape and dtype."""
+    return _sem.constant(0, input.dtype, input.shape)
+
+
+# ---- memory -----------------------------------------------------------------------------------
+@builtin
+def load(_sem, pointer, mask=None, other=None, boundary_check=None, padding_option=None,
+         cache_modifier=None, eviction_policy=None, volatile=False) -> tensor:
+    """Load from a pointer or a block of pointers; lanes where `mask` is false read `other`.
+    Cache and eviction hints are accepted and ignored; block pointers are not supported."""
+    _no_block_pointers(boundary_check, padding_option)
+    return _sem.load(pointer, mask, other)
+
+
+def _no_block_pointers(boundary_check, padding_option):
+    if boundary_check is not None or padding_option is not None:
+        raise SemanticError("boundary_check / padding_option belong to block pointers "
+                            "(tl.make_block_ptr), which this compiler does not support; use a "
+                            "mask instead")
+
+
+@builtin
+def store(_sem, pointer, value, mask=None, boundary_check=None, cache_modifier=None,
+          eviction_policy=None) -> None:
+    """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true."""
+    _no_block_pointers(boundary_check, None)
+    _sem.store(pointer, value, mask)
+
+
+def _atomic_kind(elt: dtype, int_signed: str, int_unsigned: str, flt: str | None) -> str:
+    if elt.is_floating():
+        if flt is None:
+            raise SemanticError(f"this atomic does not support floating-point dtype {elt}")
+        return flt
+    return int_unsigned if elt.is_int_unsigned() else int_signed
+
+
+def _pointee(_sem, pointer) -> dtype:
+    ptr = _sem.to_tensor(pointer)
+    if not ptr.dtype.is_ptr():
+        raise SemanticError(f"atomics need a pointer, got a value of dtype {ptr.dtype}")
+    return ptr.dtype.element_ty
+
+
+@builtin
+def atomic_add(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+    """Atomically add `val` at `pointer`; returns the old values."""
+    kind = _atomic_kind(_pointee(_sem, pointer), "add", "add", "fadd")
+    return _sem.atomic_rmw(kind, pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
+                          _opt_const(scope, "scope"))
+
+
+@builtin
+def atomic_max(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+    """Atomically take the maximum with `val`; floats use Triton's sign trick on the bits
+    (signed max for non-negative values, unsigned min for negative ones)."""
+    elt = _pointee(_sem, pointer)
+    return _atomic_minmax(_sem, pointer, val, mask, elt, "max", "umax", "umin",
+                          _opt_const(kw.get("sem"), "sem"), _opt_const(scope, "scope"))
+
+
+@builtin
+def atomic_min(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+    """Atomically take the minimum with `val` (floats by the same bit trick as atomic_max)."""
+    elt = _pointee(_sem, pointer)
+    return _atomic_minmax(_sem, pointer, val, mask, elt, "min", "umin", "umax",
+                          _opt_const(kw.get("sem"), "sem"), _opt_const(scope, "scope"))
+
+
+def _atomic_minmax(_sem, pointer, val, mask, elt, signed, unsigned, neg_kind, order, scope):
+    if not elt.is_floating():
+        kind = unsigned if elt.is_int_unsigned() else signed
+        return _sem.atomic_rmw(kind, pointer, val, mask, order, scope)
+    if elt not in (core.float32, core.float64):
+        raise SemanticError(f"float atomic min/max supports fp32 and fp64, got {elt}")
+    ity = core.int32 if elt == core.float32 else core.int64
+    ptr = _sem.to_tensor(pointer)
+    val = _sem.cast(_sem.broadcast_to(_sem.to_tensor(val), ptr.shape), elt) \
+        if isinstance(val, tensor) else _sem.constant(_const(val, "val"), elt, ptr.shape)
+    iptr = _sem.cast(ptr, core.pointer_type(ity))
+    ival = _sem.cast(val, ity, bitcast=True)
+    zero = _sem.constant(0, elt, ptr.shape)
+    pos = _sem.compare("ge", val, zero)
+    neg = _sem.compare("lt", val, zero)
+    if mask is not None:
+        m = _sem._mask_for(ptr, mask)
+        pos, neg = _sem.and_(m, pos), _sem.and_(m, neg)
+    pos_ret = _sem.atomic_rmw(signed, iptr, ival, pos, order, scope)
+    neg_ret = _sem.atomic_rmw(neg_kind, iptr, ival, neg, order, scope)
+    return _sem.cast(_sem.where(pos, pos_ret, neg_ret), elt, bitcast=True)
+
+
+@builtin
+def atomic_xchg(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+    """Atomically exchange; returns the old values."""
+    return _sem.atomic_rmw("exch", pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
+                          _opt_const(scope, "scope"))
+
+
+def _atomic_bitwise(kind):
+    def impl(_sem, pointer, val, mask=None, scope=None, **kw):
+        """The builtin's implementation."""
+        if not _pointee(_sem, pointer).is_int():
+            raise SemanticError(f"atomic_{kind} needs an integer pointer")
+        return _sem.atomic_rmw(kind, pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
+                              _opt_const(scope, "scope"))
+    impl.__name__ = f"atomic_{kind}"
+    impl.__doc__ = f"Atomic bitwise {kind}; returns the old values."
+    return builtin(impl)
+
+
+atomic_and = _atomic_bitwise("and")
+atomic_or = _atomic_bitwise("or")
+atomic_xor = _atomic_bitwise("xor")
+
+
+@builtin
+def atomic_cas(_sem, pointer, cmp, val, scope=None, **kw) -> tensor:
+    """Atomic compare-and-swap: store `val` where the memory equals `cmp`; returns old values."""
+    from compiler.dialects import tt
+    ptr = _sem.to_tensor(pointer)
+    elt = _pointee(_sem, ptr)
+    vals = []
+    for v in (cmp, val):
+        if isinstance(v, tensor):
+            vals.append(_sem.cast(_sem.broadcast_to(v, ptr.shape), elt))
+        else:
+            vals.append(_sem.constant(_const(v, "value"), elt, ptr.shape))
+    order = _opt_const(kw.get("sem"), "sem") or "acq_rel"
+    return _sem._new(tt.AtomicCASOp, [ptr] + vals, vals[0].type,
+                    {"sem": StringAttr(order), "scope": StringAttr(_opt_const(scope, "scope")
+                                                                   or "gpu")})
+
+
+# ---- shapes -----------------------------------------------------------------------------------
+@builtin
+def broadcast_to(_sem, input, *shape) -> tensor:
+    """Broadcast `input` to `shape` (numpy rules)."""
+    return _sem.broadcast_to(_sem.to_tensor(input), _shape(shape))
+
+
+@builtin
+def broadcast(_sem, input, other):
+    """Broadcast two values to their common shape."""
+    return _sem.broadcast_pair(_sem.to_tensor(input), _sem.to_tensor(other))
+
+
+@builtin
+def expand_dims(_sem, input, axis) -> tensor:
+    """Insert a dimension of size 1 at `axis` (an int or a tuple of ints)."""
+    axes = _const(axis, "axis")
+    axes = list(axes) if isinstance(axes, (tuple, list)) else [axes]
+    t = _sem.to_tensor(input)
+    for a in sorted(_const(a, "axis") for a in axes):
+        t = _sem.expand_dims(t, a)
+    return t
+
+
+@builtin
+def reshape(_sem, input, *shape, can_reorder=False) -> tensor:
+    """A view of `input` with another shape of the same element count."""
+    return _sem.reshape(_sem.to_tensor(input), _shape(shape), _const(can_reorder, "can_reorder"))
+
+
+@builtin
+def view(_sem, input, *shape) -> tensor:
+    """Like reshape, with the element order left to the compiler."""
+    return _sem.reshape(_sem.to_tensor(input), _shape(shape), True)
+
+
+@builtin
+def ravel(_sem, input, can_reorder=False) -> tensor:
+    """A 1-D view of `input`."""
+    t = _sem.to_tensor(input)
+    return _sem.reshape(t, (t.numel,), _const(can_reorder, "can_reorder"))
+
+
+@builtin
+def trans(_sem, input, *dims) -> tensor:
+    """Permute dimensions (reverse them when `dims` is empty)."""
+    order = None
+    if dims:
+        order = _shape_like_ints(dims)
+    return _sem.trans(_sem.to_tensor(input), order)
+
+
+def _shape_like_ints(args):
+    if len(args) == 1:
+        v = args[0] if isinstance(args[0], (tuple, list)) else _const(args[0], "dims")
+        args = v if isinstance(v, (tuple, list)) else (v,)
+    return [_const(a, "dims") for a in args]
+
+
+permute = trans
+
+
+# ---- arithmetic -------------------------------------------------------------------------------
+@builtin
+def where(_sem, condition, x, y) -> tensor:
+    """Elementwise `x` where `condition` is true, else `y` (broadcast and promoted together)."""
+    return _sem.where(condition, x, y)
+
+
+@builtin
+def maximum(_sem, x, y, propagate_nan=None) -> tensor:
+    """Elementwise maximum (maxnumf for floats, maxsi/maxui for integers)."""
+    return _sem.maximum(x, y)
+
+
+@builtin
+def minimum(_sem, x, y, propagate_nan=None) -> tensor:
+    """Elementwise minimum (minnumf for floats, minsi/minui for integers)."""
+    return _sem.minimum(x, y)
+
+
+@builtin
+def fma(_sem, x, y, z) -> tensor:
+    """Fused multiply-add x * y + z."""
+    return _sem.fma(x, y, z)
+
+
+@builtin
+def clamp(_sem, x, min, max, propagate_nan=None) -> tensor:
+    """Elementwise min(max(x, min), max)."""
+    return _sem.minimum(_sem.maximum(x, min), max)
+
+
+@builtin
+def fdiv(_sem, x, y, ieee_rounding=False) -> tensor:
+    """Floating-point division x / y (arith.divf)."""
+    return _sem.truediv(x, y)
+
+
+@builtin
+def div_rn(_sem, x, y) -> tensor:
+    """Division rounded to nearest (arith.divf, which rounds to nearest)."""
+    return _sem.truediv(x, y)
+
+
+def _host_cdiv(x, div):
+    return (x + div - 1) // div
+
+
+@builtin(host=_host_cdiv)
+def cdiv(_sem, x, div) -> tensor:
+    """Ceiling division (x + div - 1) // div; also usable on plain ints outside kernels."""
+    if not isinstance(x, tensor) and not isinstance(div, tensor):
+        return constexpr(_host_cdiv(_const(x, "x"), _const(div, "div")))
+    return _sem.floordiv(_sem.sub(_sem.add(x, div), constexpr(1)), div)
+
+
+def _unary(name: str, doc: str):
+    def impl(_sem, x):
+        """The builtin's implementation."""
+        return _sem.unary_math(name, _sem.to_tensor(x))
+    impl.__name__ = name
+    impl.__doc__ = doc
+    return builtin(impl)
+
+
+exp = _unary("exp", "Elementwise e**x.")
+exp2 = _unary("exp2", "Elementwise 2**x.")
+log = _unary("log", "Elementwise natural logarithm.")
+log2 = _unary("log2", "Elementwise base-2 logarithm.")
+sqrt = _unary("sqrt", "Elementwise square root (approximate, as Triton's tl.sqrt).")
+rsqrt = _unary("rsqrt", "Elementwise 1 / sqrt(x).")
+sin = _unary("sin", "Elementwise sine.")
+cos = _unary("cos", "Elementwise cosine.")
+floor = _unary("floor", "Elementwise floor.")
+ceil = _unary("ceil", "Elementwise ceiling.")
+erf = _unary("erf", "Elementwise error function.")
+
+
+@builtin
+def abs(_sem, x) -> tensor:
+    """Elementwise absolute value (absf / absi; unsigned values pass through)."""
+    return _sem.abs(_sem.to_tensor(x))
+
+
+@builtin
+def sigmoid(_sem, x) -> tensor:
+    """1 / (1 + exp(-x))."""
+    x = _sem.to_tensor(x)
+    return _sem.truediv(constexpr(1), _sem.add(constexpr(1), _sem.unary_math("exp", _sem.neg(x))))
+
+
+@builtin
+def softmax(_sem, x, dim=None, keep_dims=False, ieee_rounding=False) -> tensor:
+    """exp(x - max) / sum(exp(x - max)) along `dim` (0 when None)."""
+    x = _sem.to_tensor(x)
+    axis = _axis(dim) or 0
+    z = _sem.sub(x, _reduce_max(_sem, x, axis, keep_dims=True))
+    num = _sem.unary_math("exp", z)
+    den = _reduce_sum(_sem, num, axis, keep_dims=True)
+    return _sem.truediv(num, den)
+
+
+# ---- reductions and scans ---------------------------------------------------------------------
+def _reduce_sum(_sem, x, axis, keep_dims=False, dt=None):
+    x = _sem.to_tensor(x)
+    if dt is None and x.dtype.is_int() and x.dtype.int_bitwidth < 32:
+        dt = core.uint32 if x.dtype.is_int_unsigned() else core.int32
+    if dt is not None:
+        x = _sem.cast(x, dt)
+    return _sem.reduce([x], axis, lambda a: [_sem.add(a[0], a[1])], keep_dims)[0]
+
+
+def _upcast_for_minmax(_sem, x):
+    if x.dtype.primitive_bitwidth < 32:
+        if x.dtype.is_floating():
+            return _sem.cast(x, core.float32)
+        return _sem.cast(x, core.uint32 if x.dtype.is_int_unsigned() else core.int32)
+    return x
+
+
+def _reduce_max(_sem, x, axis, keep_dims=False):
+    x = _upcast_for_minmax(_sem, _sem.to_tensor(x))
+    return _sem.reduce([x], axis, lambda a: [_sem.maximum(a[0], a[1])], keep_dims)[0]
+
+
+def _reduce_min(_sem, x, axis, keep_dims=False):
+    x = _upcast_for_minmax(_sem, _sem.to_tensor(x))
+    return _sem.reduce([x], axis, lambda a: [_sem.minimum(a[0], a[1])], keep_dims)[0]
+
+
+def _arg_reduce(_sem, x, axis, tie_break_left, keep_dims, pred):
+    """(value, index) reduction keeping the first index on ties when `tie_break_left`."""
+    x = _upcast_for_minmax(_sem, _sem.to_tensor(x))
+    if not x.is_block():
+        raise SemanticError("argmax/argmin need a tensor, got a scalar")
+    if axis is None:
+        x = _sem.reshape(x, (x.numel,), True)
+        axis = 0
+    if axis < 0:
+        axis += len(x.shape)
+    n = x.shape[axis]
+    index = arange.__tile_builtin__(_sem, constexpr(0), constexpr(n))
+    for _ in range(axis):
+        index = _sem.expand_dims(index, 0)
+    for _ in range(axis + 1, len(x.shape)):
+        index = _sem.expand_dims(index, len(index.shape))
+    index = _sem.broadcast_to(index, x.shape)
+
+    def combine(args):
+        """The (value, index) combine region body."""
+        v1, i1, v2, i2 = args
+        better = _sem.compare(pred, v1, v2)
+        if _const(tie_break_left, "tie_break_left"):
+            tie = _sem.and_(_sem.compare("eq", v1, v2), _sem.compare("lt", i1, i2))
+            better = _sem.or_(better, tie)
+        return [_sem.where(better, v1, v2), _sem.where(better, i1, i2)]
+    return _sem.reduce([x, index], axis, combine, keep_dims)
+
+
+@builtin
+def sum(_sem, input, axis=None, keep_dims=False, dtype=None) -> tensor:
+    """Sum along `axis` (all axes when None); small integers accumulate in 32 bits."""
+    dt = None if dtype is None else _dtype(dtype)
+    return _reduce_sum(_sem, input, _axis(axis), _const(keep_dims, "keep_dims"), dt)
+
+
+def _max_or_min(_sem, input, axis, return_indices, tie_break_left, keep_dims, pred, reduce):
+    """Shared body of tl.max / tl.min: a plain reduction, or (value, index) with indices."""
+    if _const(return_indices, "return_indices"):
+        v, i = _arg_reduce(_sem, input, _axis(axis), tie_break_left,
+                           _const(keep_dims, "keep_dims"), pred)
+        return (v, i)
+    return reduce(_sem, input, _axis(axis), _const(keep_dims, "keep_dims"))
+
+
+@builtin
+def max(_sem, input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
+    """Maximum along `axis`; with `return_indices` also the index where it occurs."""
+    return _max_or_min(_sem, input, axis, return_indices, return_indices_tie_break_left,
+                       keep_dims, "gt", _reduce_max)
+
+
+@builtin
+def min(_sem, input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
+    """Minimum along `axis`; with `return_indices` also the index where it occurs."""
+    return _max_or_min(_sem, input, axis, return_indices, return_indices_tie_break_left,
+                       keep_dims, "lt", _reduce_min)
+
+
+@builtin
+def argmax(_sem, input, axis, tie_break_left=True, keep_dims=False) -> tensor:
+    """Index of the maximum along `axis` (the first one on ties)."""
+    return _arg_reduce(_sem, input, _axis(axis), tie_break_left, _const(keep_dims, "keep_dims"),
+                       "gt")[1]
+
+
+@builtin
+def argmin(_sem, input, axis, tie_break_left=True, keep_dims=False) -> tensor:
+    """Index of the minimum along `axis` (the first one on ties)."""
+    return _arg_reduce(_sem, input, _axis(axis), tie_break_left, _const(keep_dims, "keep_dims"),
+                       "lt")[1]
+
+
+@builtin
+def cumsum(_sem, input, axis=0, reverse=False, dtype=None) -> tensor:
+    """Inclusive prefix sum along `axis`."""
+    x = _sem.to_tensor(input)
+    dt = None if dtype is None else _dtype(dtype)
+    if dt is None and x.dtype.is_int() and x.dtype.int_bitwidth < 32:
+        dt = core.uint32 if x.dtype.is_int_unsigned() else core.int32
+    if dt is not None:
+        x = _sem.cast(x, dt)
+    return _sem.scan([x], _axis(axis) or 0, lambda a: [_sem.add(a[0], a[1])],
+                    _const(reverse, "reverse"))[0]
+
+
+@builtin
+def cumprod(_sem, input, axis=0, reverse=False) -> tensor:
+    """Inclusive prefix product along `axis`."""
+    x = _sem.to_tensor(input)
+    return _sem.scan([x], _axis(axis) or 0, lambda a: [_sem.mul(a[0], a[1])],
+                    _const(reverse, "reverse"))[0]
+
+
+# ---- dot --------------------------------------------------------------------------------------
+@builtin
+def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
+        max_num_imprecise_acc=None, out_dtype=None) -> tensor:
+    """Matrix product of two 2-D blocks plus `acc` (fp32 accumulation for floats, int32 for
+    int8); `input_precision` is "tf32" (default), "tf32x3" or "ieee"."""
+    from compiler.dialects import tt
+    a, b = _sem.to_tensor(input), _sem.to_tensor(other)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise SemanticError(f"tl.dot needs two 2-D blocks, got shapes {list(a.shape)} and "
+                            f"{list(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise SemanticError(f"tl.dot's inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
+    if a.dtype != b.dtype:
+        raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
+                            f"{b.dtype}; cast one with .to()")
+    if any(d < 16 for d in a.shape + b.shape):
+        raise SemanticError(f"tl.dot needs every dimension >= 16, got {list(a.shape)} x "
+                            f"{list(b.shape)}")
+    precision = _opt_const(input_precision, "input_precision")
+    if precision is None:
+        tf32 = _opt_const(allow_tf32, "allow_tf32")
+        precision = "ieee" if tf32 is False else "tf32"
+    if precision not in ("tf32", "tf32x3", "ieee"):
+        raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
+    if out_dtype is not None:
+        out = _dtype(out_dtype, "out_dtype")
+    else:
+        out = core.int32 if a.dtype.is_int() else core.float32
+    shape = (a.shape[0], b.shape[1])
+    if acc is None:
+        acc_t = _sem.constant(0, out, shape)
+    else:
+        acc_t = _sem.to_tensor(acc)
+        if acc_t.shape != shape:
+            raise SemanticError(f"tl.dot's accumulator has shape {list(acc_t.shape)}, expected "
+                                f"{list(shape)}")
+        out = acc_t.dtype
+    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape),
+                    {"inputPrecision": StringAttr(precision)})
+
+
+# ---- hints, assertions, printing ---------------------------------------------------------------
+def _hint(_sem, input, values, attr_name: str) -> tensor:
+    vals = _const(values, "values")
+    vals = list(vals) if isinstance(vals, (tuple, list)) else [vals]
+    vals = [_const(v, "values") for v in vals]
+    t = _sem.to_tensor(input)
+    rank = max_rank = len(t.shape) if t.is_block() else 1
+    if len(vals) != max_rank:
+        raise SemanticError(f"{attr_name} needs {rank} value(s), one per dimension, got {len(vals)}")
+    owner = t.handle.owner_op
+    if owner is not None:
+        owner.attributes[attr_name] = DenseArrayAttr(tuple(int(v) for v in vals))
+    return t
+
+
+@builtin
+def multiple_of(_sem, input, values) -> tensor:
+    """Promise that `input`'s values are multiples of `values` (sets tt.divisibility)."""
+    return _hint(_sem, input, values, "tt.divisibility")
+
+
+@builtin
+def max_contiguous(_sem, input, values) -> tensor:
+    """Promise that runs of `values` consecutive elements are contiguous (tt.contiguity)."""
+    return _hint(_sem, input, values, "tt.contiguity")
+
+
+@builtin
+def max_constancy(_sem, input, values) -> tensor:
+    """Promise that runs of `values` elements are equal (tt.constancy)."""
+    return _hint(_sem, input, values, "tt.constancy")
+
+
+@builtin
+def assume(_sem, cond) -> None:
+    """A hint that the scalar condition holds. It is checked for type and then dropped: the
+    compiler draws no facts from it, which is always correct (it only forgoes optimizations)."""
+    c = _sem.to_tensor(cond)
+    if c.is_block() or not c.dtype.is_bool():
+        raise SemanticError(f"tl.assume needs a scalar boolean condition, got {c.type}")
+
+
+@builtin
+def static_assert(_sem, cond, msg="") -> None:
+    """Fail compilation when the constant `cond` is false."""
+    if not _const(cond, "static_assert's condition"):
+        raise SemanticError(f"static_assert failed: {_const(msg, 'msg')}" if _const(msg, "msg")
+                            else "static_assert failed")
+
+
+@builtin
+def static_print(_sem, *values) -> None:
+    """Print constant values at compile time."""
+    print(*[_const(v, "static_print's values") for v in values])
+
+
+@builtin
+def device_print(_sem, prefix, *args, hex=False) -> None:
+    """Print `prefix` and the values of `args` from every program instance (tt.print)."""
+    from compiler.dialects import tt
+    text = _const(prefix, "prefix")
+    if not isinstance(text, str):
+        raise SemanticError("device_print's first argument must be a string prefix")
+    values = [_sem.to_tensor(a) for a in args]
+    signed = tuple(1 if v.dtype.is_int_signed() else 0 for v in values)
+    _sem._op(tt.PrintOp, values, None, {"prefix": StringAttr(text),
+                                       "hex": BoolAttr(bool(_const(hex, "hex"))),
+                                       "isSigned": DenseArrayAttr(signed)})
+
+
+@builtin
+def device_assert(_sem, cond, msg="") -> None:
+    """Check `cond` at run time (tt.assert)."""
+    from compiler.dialects import tt
+    c = _sem.to_tensor(cond)
+    if not c.dtype.is_bool():
+        c = _sem.cast(c, core.int1)
+    _sem._op(tt.AssertOp, [c], None, {"message": StringAttr(str(_const(msg, "msg")))})
+
+
+# ---- tensor methods ---------------------------------------------------------------------------
+@builtin
+def to(_sem, input, dtype, fp_downcast_rounding=None, bitcast=False) -> tensor:
+    """`x.to(dtype)`: cast (or reinterpret the bits with `bitcast=True`)."""
+    return _sem.cast(_sem.to_tensor(input), _dtype(dtype), _const(bitcast, "bitcast"))
+
+
+# Method name -> builtin, for `x.name(...)` on a tensor (x becomes the first argument).
+TENSOR_METHODS = {
+    "to": to, "sum": sum, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+    "cumsum": cumsum, "cumprod": cumprod, "reshape": reshape, "view": view, "ravel": ravel,
+    "trans": trans, "permute": trans, "broadcast_to": broadcast_to, "expand_dims": expand_dims,
+    "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "rsqrt": rsqrt,
+    "sin": sin, "cos": cos, "abs": abs, "sigmoid": sigmoid, "softmax": softmax,
+    "floor": floor, "ceil": ceil, "erf": erf,
+}
