@@ -1,0 +1,119 @@
+"""Recording what a program compiles and launches, for the explorer's command line.
+
+    with record() as rec:
+        run_the_users_script()
+    rec.traces      # CompileTrace of every kernel compiled (or launched) meanwhile
+    rec.launches    # LaunchEvent of every launch, in order
+
+Each launch is also appended to its kernel's `trace.launches` as a `compiler.trace.Launch`
+(grid, backend, time in ms: CUDA events on the GPU, wall time in the interpreter). With no
+recorder active, the jit pays one truthiness test of `ACTIVE` per launch and nothing else.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from compiler.trace import Launch
+
+#: The recorders now active (innermost last). The jit tests its truthiness on every launch.
+ACTIVE: list = []
+
+
+@dataclass
+class LaunchEvent:
+    """One recorded launch: which kernel and specialization, where it ran, how long it took."""
+
+    kernel_name: str
+    specialization: dict
+    grid: tuple
+    backend: str                 # "gpu" or "interpreter"
+    time_ms: float
+    num_warps: int = 4
+
+
+@dataclass
+class Recorder:
+    """What one `record()` block saw. `full_compile`: interpreter launches also run the whole
+    pipeline so that their traces have every stage (the explorer's `--no-gpu` mode)."""
+
+    full_compile: bool = True
+    traces: list = field(default_factory=list)       # CompileTrace, first seen first
+    kernels: list = field(default_factory=list)      # CompiledKernel objects compiled
+    launches: list = field(default_factory=list)     # LaunchEvent
+
+    def add_trace(self, trace) -> None:
+        """Keep `trace` once (by identity)."""
+        if trace is not None and not any(t is trace for t in self.traces):
+            self.traces.append(trace)
+
+    def trace_named(self, name: str):
+        """The first recorded trace of the kernel `name` (None if there is none)."""
+        return next((t for t in self.traces if t.kernel_name == name), None)
+
+
+@contextmanager
+def record(full_compile: bool = True):
+    """Collect every compiled kernel and every launch inside the block; yields the Recorder."""
+    recorder = Recorder(full_compile=full_compile)
+    ACTIVE.append(recorder)
+    try:
+        yield recorder
+    finally:
+        ACTIVE.remove(recorder)
+
+
+def wants_full_compile() -> bool:
+    """True when an active recorder wants interpreter launches compiled through every stage."""
+    return any(r.full_compile for r in ACTIVE)
+
+
+def on_compile(kernel) -> None:
+    """Called by the jit for each CompiledKernel it makes."""
+    for recorder in ACTIVE:
+        recorder.kernels.append(kernel)
+        recorder.add_trace(getattr(kernel, "trace", None))
+
+
+def on_trace(trace) -> None:
+    """Called by the jit for a trace made without a full compile (front end only)."""
+    for recorder in ACTIVE:
+        recorder.add_trace(trace)
+
+
+def timed_launch(entry, grid, args, stream, backend: str):
+    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder."""
+    grid = _grid_tuple(grid)
+    if backend == "gpu":
+        time_ms = _gpu_timed(entry, grid, args, stream)
+    else:
+        start = time.perf_counter()
+        entry.launch(grid, args, stream)
+        time_ms = (time.perf_counter() - start) * 1e3
+    launch = Launch(grid=grid, backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
+    if entry.trace is not None:
+        entry.trace.launches.append(launch)
+    name = entry.trace.kernel_name if entry.trace is not None else "?"
+    event = LaunchEvent(kernel_name=name, specialization=entry.spec.describe(), grid=grid,
+                        backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
+    for recorder in ACTIVE:
+        recorder.add_trace(entry.trace)
+        recorder.launches.append(event)
+
+
+def _gpu_timed(entry, grid, args, stream) -> float:
+    """Launch between two CUDA events on the launch's stream; the elapsed milliseconds."""
+    from compiler.runtime.driver import Event
+
+    start, end = Event(), Event()
+    start.record(stream)
+    entry.launch(grid, args, stream)
+    end.record(stream)
+    return start.elapsed_ms(end)
+
+
+def _grid_tuple(grid) -> tuple:
+    if isinstance(grid, int):
+        return (grid,)
+    return tuple(int(g) for g in grid)

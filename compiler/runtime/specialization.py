@@ -1,0 +1,416 @@
+"""What a launch's arguments say about the kernel to compile, and the ASTSource that holds it.
+
+Each argument is reduced to a short *specialization entry* that goes into the in-memory cache
+key, following Triton: an array becomes its pointer type (`"*fp32"`), with `":16"` appended
+when its address is a multiple of 16 bytes; a Python int becomes `"i32"`/`"i64"`/`"u64"` by
+range, with `":16"` when divisible by 16, or the marker `EQUAL_TO_1` when it is exactly 1 (the
+kernel is then compiled with that parameter as the constant 1); floats are `"fp32"`, bools
+`"i1"`, `None` is a constant. Signature strings (`"*fp32"`, `"i32"`, `"*fp16:16"`) stand for
+themselves, which is how `warmup` compiles without real arguments. Entries are computed by a
+per-type handler chosen once per Python type, so the per-launch cost is a dict lookup and a
+call. `ASTSource` gathers the function, signature, constants and attributes for the compiler
+and hashes everything that can change the generated code.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+import types
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------------------------------------
+# Type strings
+
+#: dtype name (numpy's, torch's without "torch.", ml_dtypes') -> Triton's short type name.
+DTYPE_NAMES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
+    "float64": "fp64", "double": "fp64",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}
+
+#: Every scalar type a signature string may name.
+SCALAR_TYPES = frozenset(DTYPE_NAMES.values())
+
+_SIGNATURE_RE = re.compile(r"^(\*?)(\w+)(?::(16|1))?$")
+
+#: Entry of an int argument equal to 1: compiled as the constant 1 (Triton's equal_to_1).
+EQUAL_TO_1 = "constexpr=1"
+#: Entry of a `None` argument: compiled as the constant None.
+NONE_ENTRY = "constexpr=None"
+
+
+class UnsupportedArgument:
+    """Entry of an argument a kernel cannot take (`what` describes it); the launch reports it
+    by parameter name."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __eq__(self, other):
+        return isinstance(other, UnsupportedArgument) and other.what == self.what
+
+    def __hash__(self):
+        return hash(("unsupported", self.what))
+
+
+def dtype_type_name(dtype) -> str | None:
+    """Triton's short name ("fp32", "i64", "bf16") for a numpy/torch/DeviceArray dtype."""
+    name = getattr(dtype, "name", None)
+    if not isinstance(name, str):
+        name = str(dtype)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    return DTYPE_NAMES.get(name)
+
+
+def parse_signature_string(text: str) -> tuple[str, bool]:
+    """Split `"*fp32:16"` into (`"*fp32"`, divisible_by_16); raise ValueError if malformed."""
+    match = _SIGNATURE_RE.match(text.strip())
+    if match is None or match.group(2) not in SCALAR_TYPES:
+        allowed = ", ".join(sorted(SCALAR_TYPES))
+        raise ValueError(f"'{text}' is not a signature string: write a type such as 'i32' or "
+                         f"'*fp32' (optionally with ':16' for 16-divisible); types: {allowed}")
+    return match.group(1) + match.group(2), match.group(3) == "16"
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-argument entries
+
+def _int_entry(value: int) -> str:
+    """Entry of a specialized Python int: type by range, `:16`, or EQUAL_TO_1."""
+    if value == 1:
+        return EQUAL_TO_1
+    if -0x80000000 <= value <= 0x7FFFFFFF:
+        return "i32" if value & 15 else "i32:16"
+    if -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        return "i64" if value & 15 else "i64:16"
+    if 0 <= value <= 0xFFFFFFFFFFFFFFFF:
+        return "u64" if value & 15 else "u64:16"
+    return UnsupportedArgument("an int outside the 64-bit range")
+
+
+def _int_entry_unspecialized(value: int) -> str:
+    """Entry of a `do_not_specialize` int: its type by range only."""
+    if -0x80000000 <= value <= 0x7FFFFFFF:
+        return "i32"
+    if -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        return "i64"
+    if 0 <= value <= 0xFFFFFFFFFFFFFFFF:
+        return "u64"
+    return UnsupportedArgument("an int outside the 64-bit range")
+
+
+class _PointerTypes(dict):
+    """dtype -> ("*T", "*T:16"), filled on first sight of each dtype."""
+
+    def __missing__(self, dtype):
+        name = dtype_type_name(dtype)
+        value = (UnsupportedArgument(f"an array of {dtype}"),) * 2 if name is None else \
+            ("*" + name, "*" + name + ":16")
+        self[dtype] = value
+        return value
+
+
+_POINTER_TYPES = _PointerTypes()
+
+
+def _data_ptr_entry(arg):
+    """torch tensors, DeviceArray: anything with `data_ptr()` and `dtype`."""
+    return _POINTER_TYPES[arg.dtype][not arg.data_ptr() & 15]
+
+
+def _ndarray_entry(arg):
+    """numpy arrays: the host address decides divisibility."""
+    return _POINTER_TYPES[arg.dtype][not arg.__array_interface__["data"][0] & 15]
+
+
+def _cuda_interface_entry(arg):
+    """Objects exposing `__cuda_array_interface__` (cupy, numba, ...)."""
+    import numpy as np
+
+    interface = arg.__cuda_array_interface__
+    return _POINTER_TYPES[np.dtype(interface["typestr"])][not interface["data"][0] & 15]
+
+
+def _numpy_scalar_handler(type_):
+    """numpy scalars: their dtype gives the type; integers are specialized like Python ints."""
+    import numpy as np
+
+    name = dtype_type_name(np.dtype(type_))
+    if name is None:
+        return lambda arg: UnsupportedArgument(f"a numpy {type_.__name__}")
+    if issubclass(type_, np.integer):
+        def entry(arg):
+            value = int(arg)
+            if value == 1:
+                return EQUAL_TO_1
+            return name if value & 15 else name + ":16"
+        return entry
+    return lambda arg: name
+
+
+def _handler_for(arg):
+    """Pick how to turn arguments of `arg`'s type into entries (done once per type)."""
+    type_ = type(arg)
+    if type_ is float:
+        return lambda value: "fp32"
+    if type_ is type(None):
+        return lambda value: NONE_ENTRY
+    if type_ is str:
+        return lambda value: value
+    if _is_numpy_scalar(type_):
+        return _numpy_scalar_handler(type_)
+    if issubclass(type_, bool):
+        return lambda value: "i1"
+    if issubclass(type_, int):
+        return _int_entry
+    if issubclass(type_, float):
+        return lambda value: "fp32"
+    if callable(getattr(arg, "data_ptr", None)) and hasattr(arg, "dtype"):
+        return _data_ptr_entry
+    if hasattr(arg, "__cuda_array_interface__"):
+        return _cuda_interface_entry
+    if hasattr(arg, "__array_interface__") and hasattr(arg, "dtype"):
+        return _ndarray_entry
+    return lambda value: UnsupportedArgument(f"a {type_.__name__}")
+
+
+def _is_numpy_scalar(type_) -> bool:
+    module = getattr(type_, "__module__", "")
+    if module != "numpy":
+        return False
+    import numpy as np
+    return issubclass(type_, np.generic)
+
+
+#: Python type -> function computing the entry of an argument of that type.
+HANDLERS: dict = {int: _int_entry, bool: lambda value: "i1", float: lambda value: "fp32"}
+
+
+def handler_for(arg):
+    """The entry function for `arg`'s type, chosen and remembered on first sight."""
+    handler = HANDLERS.get(type(arg))
+    if handler is None:
+        handler = HANDLERS[type(arg)] = _handler_for(arg)
+    return handler
+
+
+def specialize(arg):
+    """The cache-key entry of one (specializable) kernel argument; see the module docstring."""
+    return handler_for(arg)(arg)
+
+
+def specialize_unspecialized(arg):
+    """The entry of a `do_not_specialize` argument: its type, no `:16` and no equal-to-1."""
+    if type(arg) is int:
+        return _int_entry_unspecialized(arg)
+    entry = specialize(arg)
+    if entry == EQUAL_TO_1:
+        return dtype_type_name(getattr(arg, "dtype", None)) or "i32"
+    return specialize_without_alignment(arg)
+
+
+def specialize_without_alignment(arg):
+    """The entry of a `do_not_specialize_on_alignment` argument: no `:16`, but an int equal
+    to 1 is still a constant."""
+    entry = specialize(arg)
+    if isinstance(entry, str) and entry.endswith(":16"):
+        return entry[:-3]
+    return entry
+
+
+def constexpr_entry(value):
+    """The key entry of a constexpr argument: its type and value (repr when unhashable)."""
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), repr(value))
+    return (type(value), value)
+
+
+def constexpr_value(value):
+    """Unwrap a `tl.constexpr(...)` instance passed as a value to the plain value it holds."""
+    if type(value).__name__ == "constexpr" and hasattr(value, "value"):
+        return value.value
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# From entries to what the compiler takes
+
+@dataclass
+class Specialization:
+    """A launch's specialization split into the compiler's inputs.
+
+    `signature` maps each runtime parameter (in order) to its type string; `constexprs` maps
+    constexpr parameters, and ints specialized to 1 / `None` arguments, to values;
+    `divisibility_16` lists parameters known to be multiples of 16; `runtime_params` are the
+    indices (into the full parameter list) of the arguments the compiled kernel takes.
+    """
+
+    signature: dict = field(default_factory=dict)
+    constexprs: dict = field(default_factory=dict)
+    divisibility_16: list = field(default_factory=list)
+    runtime_params: tuple = ()
+
+    @property
+    def attrs(self) -> dict:
+        """The `attrs` argument of `generate_ttir` (`{"divisibility_16": [names]}`)."""
+        return {"divisibility_16": list(self.divisibility_16)}
+
+    def describe(self) -> dict:
+        """A JSON-friendly summary for traces and recordings (the same keys as the compile
+        driver's `CompileTrace.specialization`; constants as their repr)."""
+        return {"signature": dict(self.signature),
+                "constexprs": {k: repr(v) for k, v in self.constexprs.items()},
+                "attrs": self.attrs}
+
+
+def split_entries(names, constexpr_names, entries, values) -> Specialization:
+    """Build the `Specialization` of a launch from its key entries and argument values.
+
+    `names` are all parameter names in order, `entries` their key entries (`constexpr_entry`
+    for constexpr parameters), `values` the bound argument values. Raises ValueError naming the
+    parameter when an argument cannot be passed to a kernel.
+    """
+    spec = Specialization()
+    runtime = []
+    for index, (name, entry, value) in enumerate(zip(names, entries, values)):
+        if name in constexpr_names:
+            spec.constexprs[name] = constexpr_value(value)
+            continue
+        if isinstance(entry, UnsupportedArgument):
+            raise ValueError(f"argument '{name}' is {entry.what}, which a kernel cannot take: "
+                             f"pass an array (numpy, torch, DeviceArray), an int, a float, a "
+                             f"bool, or mark the parameter tl.constexpr")
+        if entry == EQUAL_TO_1:
+            spec.constexprs[name] = 1
+            continue
+        if entry == NONE_ENTRY:
+            spec.constexprs[name] = None
+            continue
+        type_name, divisible = parse_signature_string(entry)
+        spec.signature[name] = type_name
+        if divisible:
+            spec.divisibility_16.append(name)
+        runtime.append(index)
+    spec.runtime_params = tuple(runtime)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# ASTSource
+
+@dataclass
+class ASTSource:
+    """One specialization of a `@jit` function, as the compiler takes it (Triton's ASTSource).
+
+    `fn` is the JITFunction (or plain function), `signature` maps runtime parameters to type
+    strings, `constexprs` maps constant parameters to values, `attrs` is
+    `{"divisibility_16": [names]}`. `hash()` covers everything that changes the generated code.
+    """
+
+    fn: object
+    signature: dict
+    constexprs: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def python_fn(self):
+        """The undecorated Python function."""
+        return getattr(self.fn, "fn", self.fn)
+
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        return self.python_fn.__name__
+
+    @property
+    def source(self) -> str:
+        """The function's source text."""
+        return function_source(self.fn)
+
+    @property
+    def file(self) -> str:
+        """The file the function was defined in."""
+        return self.python_fn.__code__.co_filename
+
+    @property
+    def line(self) -> int:
+        """The line of the function's `def` (after decorators)."""
+        return def_line(self.python_fn)
+
+    def hash(self, options: dict | None = None) -> str:
+        """sha256 over source, referenced globals (callees by their own source), signature,
+        constants, attributes and `options`: equal hashes mean equal generated code."""
+        parts = [
+            "src", function_key(self.fn),
+            "sig", repr(sorted(self.signature.items())),
+            "const", repr(sorted((k, stable_repr(v)) for k, v in self.constexprs.items())),
+            "attrs", repr(sorted((k, sorted(v) if isinstance(v, (list, tuple, set)) else v)
+                                 for k, v in (self.attrs or {}).items())),
+            "opts", repr(sorted((k, stable_repr(v)) for k, v in (options or {}).items())),
+        ]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def make_ttir(self, options: dict | None = None):
+        """Run the front end: the kernel's ttir module for this specialization."""
+        from compiler.frontend import generate_ttir
+
+        return generate_ttir(self.fn, dict(self.signature), dict(self.constexprs),
+                             dict(self.attrs), dict(options or {}))
+
+
+def function_source(fn) -> str:
+    """The source text of a JITFunction or plain function."""
+    src = getattr(fn, "src", None)
+    if isinstance(src, str):
+        return src
+    return inspect.getsource(getattr(fn, "fn", fn))
+
+
+def def_line(fn) -> int:
+    """The line number of `fn`'s `def` keyword (decorators skipped)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return fn.__code__.co_firstlineno
+    for offset, text in enumerate(lines):
+        stripped = text.lstrip()
+        if stripped.startswith("def ") or stripped.startswith("async def "):
+            return first + offset
+    return first
+
+
+def function_key(fn) -> str:
+    """sha256 of a function's source and of the globals it reads, as the front end's
+    `referenced_globals` summarizes them (called jit functions by their own source and
+    globals, recursively)."""
+    from compiler.frontend import referenced_globals
+
+    python_fn = getattr(fn, "fn", fn)
+    parts = [function_source(fn)]
+    parts += [f"{name}={stable_repr(value)}"
+              for name, value in sorted(referenced_globals(python_fn).items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def stable_repr(value) -> str:
+    """A representation that is the same in every process (no memory addresses)."""
+    if isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(stable_repr(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}"
+                               for k, v in sorted(value.items(), key=repr)) + "}"
+    text = repr(value)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
