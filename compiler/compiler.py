@@ -31,6 +31,9 @@ class CompileOptions:
 
     num_warps: int = 4
     num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: int | None = None
+    enable_fp_fusion: bool = True
     arch: int = 90
     pipelines: dict = field(default_factory=dict)      # stage -> pipeline string
     snapshots: bool = True
@@ -64,7 +67,16 @@ class CompileOptions:
         if options.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two from 1 to 32, "
                              f"not {options.num_warps}")
+        if options.num_ctas != 1:
+            raise ValueError(f"num_ctas={options.num_ctas}: only 1 CTA per program is supported "
+                             "(thread-block clusters are not implemented)")
         return options
+
+    def key_parts(self) -> dict:
+        """The options that change generated code (what the disk cache key includes)."""
+        return {name: getattr(self, name) for name in
+                ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "arch",
+                 "pipelines", "build_cubin", "debug")}
 
 
 @dataclass
@@ -92,10 +104,34 @@ class CompiledKernel:
         if state.cubin is not None:
             self.asm["cubin"] = state.cubin
         self.metadata = dict(state.metadata)
-        self.ttir_module = state.ttir
-        self.ttgir_module = state.ttgir
+        if state.ttir is not None:
+            self.ttir_module = state.ttir
+        if state.ttgir is not None:
+            self.ttgir_module = state.ttgir
         self.options = state.options
+        self.from_disk_cache = False
         self._launcher = None
+
+    @classmethod
+    def from_cache(cls, entry, options: "CompileOptions") -> "CompiledKernel":
+        """Rebuild a kernel from a disk-cache entry (modules are re-parsed when asked for)."""
+        from compiler.runtime.cache import TRACE_FILE, stages_from_entry
+        trace = CompileTrace.from_json(entry.text(TRACE_FILE))
+        state = CompileState(name=trace.kernel_name, options=options, trace=trace)
+        state.cubin = stages_from_entry(entry).get("cubin")
+        state.metadata = dict(entry.metadata)
+        kernel = cls(state)
+        kernel.from_disk_cache = True
+        return kernel
+
+    def __getattr__(self, name):
+        # ttir/ttgir modules of a kernel loaded from the disk cache are parsed on first use.
+        if name in ("ttir_module", "ttgir_module"):
+            stage = name.split("_")[0]
+            module = parse_module(self.trace.stages[stage], f"{self.name}.{stage}")
+            setattr(self, name, module)
+            return module
+        raise AttributeError(name)
 
     @property
     def num_warps(self) -> int:
@@ -125,6 +161,15 @@ def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) 
     inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
                                 verify_each=state.options.verify_each)
     manager = PassManager(stage, pipeline, [inst])
+    if "num-warps" not in str(pipeline):
+        # The launch's num_warps is the default of every pass that takes one.
+        for pass_ in manager.passes:
+            if "num-warps" in pass_.options:
+                pass_.options["num-warps"] = state.options.num_warps
+    if "target" not in str(pipeline):
+        for pass_ in manager.passes:
+            if "target" in pass_.options:
+                pass_.options["target"] = f"cuda:{state.options.arch}"
     ctx = {"num_warps": state.options.num_warps, "arch": state.options.arch,
            "num_stages": state.options.num_stages, **extra}
     return manager.run(module, ctx)
@@ -269,9 +314,35 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
             base["pipelines"] = {**base.get("pipelines", {}), **pipelines}
         opts = CompileOptions.from_env(base)
     if isinstance(src, (str, Path)):
-        state, first = _state_from_file(Path(src), opts)
+        kernel = _compile_uncached(*_state_from_file(Path(src), opts), stop_after)
+    elif stop_after is not None or opts.override_dir or not hasattr(src, "hash"):
+        kernel = _compile_uncached(_state_from_source(src, opts), "ttir", stop_after)
     else:
-        state, first = _state_from_source(src, opts), "ttir"
+        kernel = _compile_cached(src, opts)
+    if opts.dump_dir:
+        from compiler.dump import dump_trace
+        dump_trace(kernel.trace, Path(opts.dump_dir) / kernel.name)
+    return kernel
+
+
+def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
+    """Look the specialization up in the disk cache; compile and store it on a miss."""
+    from compiler.runtime.cache import CacheOptions, KernelCache, cache_key, stage_files
+    cache = KernelCache(CacheOptions.from_env())
+    key = cache_key(source_hash=src.hash(), specialization=None, options=opts.key_parts(),
+                    target=f"cuda:{opts.arch}")
+    entry = None if cache.options.always_compile else cache.get(key)
+    if entry is not None:
+        kernel = CompiledKernel.from_cache(entry, opts)
+    else:
+        kernel = _compile_uncached(_state_from_source(src, opts), "ttir", None)
+        cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)),
+                  kernel.metadata)
+    return kernel
+
+
+def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -> CompiledKernel:
+    """Run the stages from `first` on, stopping after `stop_after` when given."""
     run = False
     for name, stage in STAGES:
         if name == first:
@@ -283,11 +354,7 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3
         if name == stop_after:
             break
-    kernel = CompiledKernel(state)
-    if opts.dump_dir:
-        from compiler.dump import dump_trace
-        dump_trace(kernel.trace, Path(opts.dump_dir) / kernel.name)
-    return kernel
+    return CompiledKernel(state)
 
 
 def _state_from_source(src, opts: CompileOptions) -> CompileState:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ REFERENCE = Path(os.environ.get("TILE_REFERENCE_DIR",
                                 SHARED / "reference" / "triton-3.6-h200"))
 if not REFERENCE.is_dir():  # on the GPU machine the reference travels in ./carry
     REFERENCE = PROJECT_ROOT / "carry" / "reference"
+
+
+# Tests never read or fill the user's kernel cache.
+os.environ.setdefault("TILE_CACHE_DIR", tempfile.mkdtemp(prefix="tile-explore-test-cache-"))
 
 
 def _gpu_available() -> bool:
