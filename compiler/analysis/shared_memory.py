@@ -1,0 +1,162 @@
+"""Shared-memory needs of a ttgir function and a liveness-based allocation of them.
+
+Two kinds of buffers, as in Triton's Allocation analysis:
+  scratch  bytes an op needs only while it runs: a layout conversion goes through shared memory,
+           a reduction or scan that crosses warps exchanges one partial result per warp, an
+           atomic whose result is a scalar broadcasts it; live for that op alone;
+  explicit `ttg.local_alloc` buffers, live from the alloc to their last use (a whole loop when
+           used inside one it does not contain).
+Buffers whose lifetimes overlap get disjoint offsets; others may share bytes. `scratch_bytes`
+is the one formula the lowering and this analysis agree on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.analysis.layout_propagation import threads_along, warps_along
+from compiler.ir.core import Operation
+from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
+
+ALIGNMENT = 16
+
+
+def byte_width(t) -> int:
+    """Bytes one element of `t` takes in shared memory (pointers 8, i1 1)."""
+    scalar = t.element if isinstance(t, (TensorType, MemDescType)) else t
+    if isinstance(scalar, PointerType):
+        return 8
+    if isinstance(scalar, (IntegerType, FloatType)):
+        return max(scalar.width // 8, 1)
+    return 8
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _same_distribution(src, dst) -> bool:
+    return src.encoding == dst.encoding
+
+
+def scratch_bytes(op: Operation) -> int:
+    """Shared memory `op` needs while it runs (0 for most ops):
+    convert_layout: the whole tensor (numel * element bytes) unless the layouts are equal;
+    reduce / scan: when warps split the reduced axis, one value per warp per output element
+      (numel of the result with the axis counted as the warps along it) for each operand;
+    atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads."""
+    if op.name == "ttg.convert_layout":
+        src, dst = op.operands[0].type, op.results[0].type
+        if _same_distribution(src, dst):
+            return 0
+        return _numel(src.shape) * byte_width(src)
+    if op.name in ("tt.reduce", "tt.scan"):
+        src = op.operands[0].type
+        if not isinstance(src, TensorType) or src.encoding is None:
+            return 0
+        axis = op.attributes["axis"].value
+        warps = warps_along(src.encoding, axis)
+        if warps <= 1:
+            return 0
+        shape = list(src.shape)
+        shape[axis] = warps
+        return sum(_numel(shape) * byte_width(v.type) for v in op.operands)
+    if op.name in ("tt.atomic_rmw", "tt.atomic_cas") and not isinstance(op.results[0].type,
+                                                                          TensorType):
+        return byte_width(op.results[0].type)
+    return 0
+
+
+def crosses_threads(op: Operation) -> bool:
+    """Whether a reduce/scan combines values held by different lanes (uses shuffles)."""
+    src = op.operands[0].type
+    axis = op.attributes["axis"].value
+    return threads_along(src.encoding, axis) > 1 or warps_along(src.encoding, axis) > 1
+
+
+@dataclass
+class Buffer:
+    """One allocation: its owner op, size, live interval (op indices, inclusive), offset."""
+
+    op: Operation
+    size: int
+    start: int
+    end: int
+    kind: str
+    offset: int = -1
+
+    def overlaps(self, other: "Buffer") -> bool:
+        """Whether both buffers are alive at some op."""
+        return self.start <= other.end and other.start <= self.end
+
+
+def _align(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+def _number_ops(func: Operation) -> dict:
+    """Program-order index of every op, and for region ops the index of their last nested op."""
+    index: dict = {}
+    last: dict = {}
+
+    def visit(op):
+        index[op] = len(index)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    visit(inner)
+        last[op] = len(index) - 1
+
+    for op in func.regions[0].blocks[0].ops:
+        visit(op)
+    return index, last
+
+
+def _live_end(op: Operation, index: dict, last: dict) -> int:
+    """Last op index at which `op`'s result is used, widened to whole loops that use it but do
+    not define it (the value must survive every iteration)."""
+    end = index[op]
+    for result in op.results:
+        for user, _ in result.uses:
+            end = max(end, index[user])
+            ancestor = user.parent_op
+            while ancestor is not None and ancestor in index and not ancestor.is_ancestor_of(op):
+                if ancestor.name in ("scf.for", "scf.while"):
+                    end = max(end, last[ancestor])
+                ancestor = ancestor.parent_op
+    return end
+
+
+def buffers(func: Operation) -> list[Buffer]:
+    """Every shared-memory buffer the function needs, with its live interval."""
+    index, last = _number_ops(func)
+    out = []
+    for op in index:
+        if op.name == "ttg.local_alloc":
+            t = op.results[0].type
+            out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t)), index[op],
+                              _live_end(op, index, last), "explicit"))
+            continue
+        size = scratch_bytes(op)
+        if size:
+            out.append(Buffer(op, _align(size), index[op], index[op], "scratch"))
+    return out
+
+
+def allocate(func: Operation) -> tuple[list[Buffer], int]:
+    """Give every buffer an offset, biggest first, at the lowest address not used by a buffer
+    live at the same time; returns the buffers and the total bytes needed."""
+    bufs = buffers(func)
+    placed: list[Buffer] = []
+    for buf in sorted(bufs, key=lambda b: (-b.size, b.start)):
+        offset = 0
+        for other in sorted((p for p in placed if p.overlaps(buf)), key=lambda p: p.offset):
+            if offset + buf.size <= other.offset:
+                break
+            offset = max(offset, other.offset + other.size)
+        buf.offset = offset
+        placed.append(buf)
+    total = max((b.offset + b.size for b in bufs), default=0)
+    return bufs, total

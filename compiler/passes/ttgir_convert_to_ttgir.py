@@ -1,0 +1,139 @@
+"""convert-triton-to-tritongpu: give every tensor a layout (ttir -> ttgir)."""
+from __future__ import annotations
+
+from compiler.dialects.ttg import DotOperandEncoding, SliceEncoding
+from compiler.ir.attributes import StringAttr, int_attr
+from compiler.ir.core import Block, Module, Operation
+from compiler.ir.types import TensorType
+
+from compiler.analysis.layout_propagation import default_blocked, encoding_of, permute_blocked
+
+from .base import Option, Pass, PassContext, register_pass
+from .ttgir_rewrite import insert_convert, set_encoding
+
+
+@register_pass
+class ConvertTritonToTritonGPU(Pass):
+    """Assigns every tensor Triton's default blocked layout for its shape (one element per
+    thread per tile, lanes and warps spread over the last dim first). Reductions give slices of
+    their operand's layout, expand_dims takes a slice of its result's, broadcast and trans keep
+    their operand's threads, and tt.dot operands get #ttg.dot_op layouts of the accumulator's;
+    a ttg.convert_layout goes wherever an operand arrives in another layout. Later passes
+    (coalesce, remove-layout-conversions) choose better layouts and delete the conversions."""
+
+    name = "convert-triton-to-tritongpu"
+    stage = "ttgir"
+    options_spec = (
+        Option("num-warps", int, 4, "warps per CTA"),
+        Option("threads-per-warp", int, 32, "lanes per warp"),
+        Option("num-ctas", int, 1, "CTAs per cluster (only 1 is supported)"),
+        Option("target", str, "cuda:90", "target string recorded on the module"),
+    )
+
+    def run(self, module: Module, ctx: PassContext) -> None:
+        self.num_warps = self.options["num-warps"]
+        self.threads = self.options["threads-per-warp"]
+        if self.options["num-ctas"] != 1:
+            raise ValueError("convert-triton-to-tritongpu supports num-ctas=1 only")
+        module.attributes["ttg.num-ctas"] = int_attr(1)
+        module.attributes["ttg.num-warps"] = int_attr(self.num_warps)
+        module.attributes["ttg.target"] = StringAttr(self.options["target"])
+        module.attributes["ttg.threads-per-warp"] = int_attr(self.threads)
+        self.ctx = ctx
+        for func in module.functions():
+            for arg in func.regions[0].blocks[0].args:
+                self._assign_default(arg)
+            self._convert_block(func.regions[0].blocks[0])
+
+    # ---- layouts ------------------------------------------------------------------------------
+    def _default(self, shape: tuple):
+        return default_blocked(tuple(shape), self.num_warps, self.threads)
+
+    def _assign_default(self, value) -> None:
+        if isinstance(value.type, TensorType):
+            set_encoding(value, self._default(value.type.shape))
+
+    def _require(self, op: Operation, index: int, encoding) -> None:
+        """Make operand `index` of `op` arrive in `encoding`, converting it if it does not."""
+        value = op.operands[index]
+        if not isinstance(value.type, TensorType) or value.type.encoding == encoding:
+            return
+        op.set_operand(index, insert_convert(value, encoding, op))
+        self.ctx.record_pattern(f"convert operand of {op.name}")
+
+    def _require_default(self, op: Operation) -> None:
+        """Every tensor operand arrives in the default layout of its shape."""
+        for i, v in enumerate(op.operands):
+            if isinstance(v.type, TensorType):
+                self._require(op, i, self._default(v.type.shape))
+
+    # ---- walking ------------------------------------------------------------------------------
+    def _convert_block(self, block: Block) -> None:
+        for op in list(block.ops):
+            self._convert_op(op)
+
+    def _convert_op(self, op: Operation) -> None:
+        name = op.name
+        if name == "tt.reduce":
+            self._convert_reduce(op)
+        elif name == "tt.expand_dims":
+            result = op.results[0]
+            self._assign_default(result)
+            self._require(op, 0, SliceEncoding(op.attributes["axis"].value,
+                                               result.type.encoding))
+        elif name in ("tt.broadcast", "tt.scan"):
+            self._require_same_as_first(op)
+            for r in op.results:
+                set_encoding(r, encoding_of(op.operands[0]))
+        elif name == "tt.trans":
+            self._require_default(op)
+            set_encoding(op.results[0], permute_blocked(encoding_of(op.operands[0]),
+                                                         op.attributes["order"].values))
+        elif name == "tt.dot":
+            self._convert_dot(op)
+        elif name == "scf.yield":
+            self._convert_yield(op)
+        elif name == "scf.condition":
+            self._require_default(op)
+        else:
+            self._require_default(op)
+            for r in op.results:
+                self._assign_default(r)
+        if any(isinstance(r.type, TensorType) for r in op.results):
+            self.ctx.record_pattern(f"assign layout to {name}")
+        if name == "tt.reduce" or name == "tt.scan":
+            return  # combine regions hold scalars only
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    self._assign_default(arg)
+                self._convert_block(block)
+
+    def _require_same_as_first(self, op: Operation) -> None:
+        """Operands after the first (a multi-operand scan's) follow the first one's layout."""
+        for i in range(1, len(op.operands)):
+            self._require(op, i, encoding_of(op.operands[0]))
+
+    def _convert_reduce(self, op: Operation) -> None:
+        axis = op.attributes["axis"].value
+        self._require_default(op)
+        parent = encoding_of(op.operands[0])
+        for r in op.results:
+            if isinstance(r.type, TensorType):
+                set_encoding(r, SliceEncoding(axis, parent))
+
+    def _convert_dot(self, op: Operation) -> None:
+        result = op.results[0]
+        self._assign_default(result)
+        parent = result.type.encoding
+        self._require(op, 0, DotOperandEncoding(0, parent))
+        self._require(op, 1, DotOperandEncoding(1, parent))
+        self._require(op, 2, parent)
+
+    def _convert_yield(self, op: Operation) -> None:
+        owner = op.parent.parent_op
+        if owner is not None and owner.name in ("scf.for", "scf.if"):
+            for i, r in enumerate(owner.results):
+                self._require(op, i, encoding_of(r))
+        else:
+            self._require_default(op)

@@ -1,0 +1,48 @@
+"""reduce-data-duplication: stage dot-operand conversions through explicit shared memory."""
+from __future__ import annotations
+
+from compiler.analysis.layout_propagation import order_of
+from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LocalAllocOp, LocalLoadOp,
+                                   NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
+from compiler.ir.core import Module
+from compiler.ir.types import MemDescType
+
+from .base import Pass, PassContext, register_pass
+
+
+def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding) -> SwizzledSharedEncoding:
+    """The shared layout a dot operand is staged in: the source's dim order; no swizzling for
+    the FMA dot (blocked parent), whose threads read whole rows and columns."""
+    order = order_of(src_encoding)
+    if isinstance(dot_encoding.parent, NvidiaMmaEncoding):
+        raise NotImplementedError("swizzled staging for tensor-core operands is not built yet")
+    return SwizzledSharedEncoding(1, 1, 1, tuple(order))
+
+
+@register_pass
+class ReduceDataDuplication(Pass):
+    """A conversion into a #ttg.dot_op layout hands each thread a whole row of A or column of B,
+    so most elements end up in many threads' registers. Like Triton, this pass makes such a
+    conversion explicit: ttg.local_alloc writes the operand once to shared memory (in the
+    source's dim order) and ttg.local_load reads it in the dot-operand layout, which lets later
+    passes and the lowering treat the staging buffer as a real allocation. Conversions between
+    ordinary distributed layouts are left alone."""
+
+    name = "reduce-data-duplication"
+    stage = "ttgir"
+
+    def run(self, module: Module, ctx: PassContext) -> None:
+        for op in [o for o in module.walk() if o.name == "ttg.convert_layout"]:
+            src, dst = op.operands[0].type, op.results[0].type
+            if not isinstance(dst.encoding, DotOperandEncoding):
+                continue
+            if not isinstance(src.encoding, (BlockedEncoding, SliceEncoding)):
+                continue
+            shared = shared_layout_for(src.encoding, dst.encoding)
+            mem = MemDescType(src.shape, src.element, shared, mutable=False)
+            alloc = LocalAllocOp([op.operands[0]], [mem], {}, None, op.loc)
+            load = LocalLoadOp([alloc.result], [dst], {}, None, op.loc)
+            op.parent.insert_before(op, alloc)
+            op.parent.insert_before(op, load)
+            op.replace_with([load.result])
+            ctx.record_pattern("stage dot operand through shared memory")

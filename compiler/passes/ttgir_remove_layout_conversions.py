@@ -1,0 +1,388 @@
+"""remove-layout-conversions: spread good layouts and delete the conversions they make useless."""
+from __future__ import annotations
+
+from compiler.analysis.layouts import elements_per_thread
+from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
+                                                  result_encoding, size_per_thread_of)
+from compiler.dialects.ttg import BlockedEncoding, SliceEncoding
+from compiler.ir.attributes import DenseAttr
+from compiler.ir.core import Module, Operation, Value
+from compiler.ir.types import TensorType
+
+from .cse import CSE
+from .base import Pass, PassContext, register_pass
+from .dce import erase_dead_ops
+from .ir_utils import defined_outside
+from .ttgir_rewrite import (fold_converts, insert_convert, insert_convert_after,
+                            relayout_op, set_encoding)
+
+# Ops whose result layout others must follow: forward propagation starts at their results.
+ANCHORS = ("tt.load", "tt.dot", "tt.atomic_rmw", "tt.atomic_cas")
+# Ops that never take a propagated layout (they fix their own, or cross region boundaries).
+BARRIERS = ("tt.load", "tt.dot", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "scf.yield",
+            "scf.for", "scf.if", "scf.while", "scf.condition", "tt.print", "tt.assert",
+            "ttg.local_alloc", "tt.return", "tt.call")
+LEAVES = ("tt.splat", "tt.make_range", "arith.constant")
+CONVERT_WEIGHT = 4          # a conversion through shared memory: a store, a barrier, a load
+INFINITE = float("inf")
+
+
+def _is_distributed_target(encoding) -> bool:
+    """Layouts that values may be moved into freely (not dot operands or tensor-core results)."""
+    return isinstance(encoding, (BlockedEncoding, SliceEncoding))
+
+
+def _spread(encoding) -> int:
+    """How many elements a thread holds contiguously (bigger means wider accesses)."""
+    n = 1
+    for s in size_per_thread_of(encoding):
+        n *= s
+    return n
+
+
+class _Cost:
+    """The cost model: work per thread, counted in elements."""
+
+    def __init__(self, num_threads: int):
+        self.num_threads = num_threads
+
+    def per_thread(self, t) -> float:
+        """Elements of a value each thread holds (at least 1)."""
+        return max(t.numel / self.num_threads, 1) if isinstance(t, TensorType) else 1
+
+    def convert(self, value_type) -> float:
+        """What converting a value of this type through shared memory costs."""
+        return self.per_thread(value_type) * CONVERT_WEIGHT
+
+
+@register_pass
+class RemoveLayoutConversions(Pass):
+    """Deletes ttg.convert_layout ops by rewriting the code around them into one layout, as
+    Triton does: (1) forward propagation pushes the layouts of anchors (loads, dots, atomics)
+    through the layout-agnostic ops that use them (elementwise, broadcast, expand_dims,
+    reduce, trans, other conversions); (2) backward rematerialization rebuilds the chain that
+    produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
+    expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
+    layout when the cost model says that is cheaper than the conversion; (3) values
+    carried by loops and ifs that are only ever converted to one layout are carried in it; (4) conversions of
+    loop-invariant values move out of their loops. Conversions into
+    #ttg.dot_op or tensor-core layouts, which a dot needs, are never removed."""
+
+    name = "remove-layout-conversions"
+    stage = "ttgir"
+
+    def run(self, module: Module, ctx: PassContext) -> None:
+        num_warps = module.attributes["ttg.num-warps"].value
+        threads = module.attributes.get("ttg.threads-per-warp")
+        self.cost = _Cost(num_warps * (threads.value if threads is not None else 32))
+        self.ctx = ctx
+        self.carried_done: set = set()
+        fold_converts(module, ctx)
+        for _ in range(6):
+            changed = False
+            for func in module.functions():
+                changed |= self._forward(func)
+                fold_converts(module, ctx)
+                changed |= self._backward(func)
+                fold_converts(module, ctx)
+                changed |= self._loop_carried(func)
+                fold_converts(module, ctx)
+                changed |= self._hoist_invariant(func)
+            erase_dead_ops(module, ctx)
+            if not changed:
+                break
+        CSE().run(module, ctx)      # rematerialization may build the same value twice
+
+    # ---- (1) forward propagation ------------------------------------------------------------
+    def _forward(self, func: Operation) -> bool:
+        candidates: dict[Value, list] = {}
+        sinks: dict[Operation, list] = {}       # reductions to scalars: any operand layout
+        work = [(r, r.type.encoding) for op in func.walk() if op.name in ANCHORS
+                for r in op.results if isinstance(r.type, TensorType)]
+        visited = set(work)
+        while work:
+            value, enc = work.pop()
+            for user in value.users():
+                if user.name in BARRIERS:
+                    continue
+                if user.name in ("tt.reduce", "tt.scan") and not any(
+                        isinstance(r.type, TensorType) for r in user.results):
+                    if enc not in sinks.setdefault(user, []):
+                        sinks[user].append(enc)
+                    continue
+                if user.name == "ttg.convert_layout":
+                    if not self._worth_following(user):
+                        continue
+                    new = enc
+                else:
+                    new = result_encoding(user, enc)
+                if new is None:
+                    continue
+                for r in user.results:
+                    if not isinstance(r.type, TensorType) or (r, new) in visited:
+                        continue
+                    visited.add((r, new))
+                    work.append((r, new))       # already in the layout: keep going through
+                    if r.type.encoding != new:
+                        candidates.setdefault(r, []).append(new)
+        if not candidates and not sinks:
+            return False
+        changed = False
+        for op, options in sinks.items():
+            wanted = self._choose(options)
+            if all(v.type.encoding == wanted for v in op.operands):
+                continue
+            relayout_op(op, [wanted] * len(op.operands), [None] * len(op.results))
+            self.ctx.record_pattern(f"forward-propagate layout into {op.name}")
+            changed = True
+        for op in list(func.walk()):
+            chosen = [self._choose(candidates.get(r)) for r in op.results]
+            if not any(c is not None for c in chosen):
+                continue
+            wanted = chosen[0] if len(set(chosen)) == 1 else None
+            if wanted is None:
+                continue
+            needs = (operand_encoding(op, wanted) if op.name != "ttg.convert_layout"
+                     else op.operands[0].type.encoding)
+            if needs is None:
+                continue
+            tensor_operands = [needs if isinstance(v.type, TensorType) else None
+                               for v in op.operands]
+            relayout_op(op, tensor_operands, chosen)
+            self.ctx.record_pattern(f"forward-propagate layout into {op.name}")
+            changed = True
+        return changed
+
+    @staticmethod
+    def _worth_following(conv: Operation) -> bool:
+        """Pushing a layout through a conversion only helps when the converted value feeds ops
+        that can take the layout too (not just stores, dots or other fixed-layout users)."""
+        if not _is_distributed_target(conv.results[0].type.encoding):
+            return False
+        return any(user.name not in BARRIERS and user.name != "ttg.convert_layout"
+                   for user in conv.results[0].users())
+
+    @staticmethod
+    def _choose(options: list | None):
+        """Among conflicting propagated layouts, the one giving each thread the most elements
+        contiguously (first seen on ties)."""
+        if not options:
+            return None
+        return max(options, key=_spread)
+
+    # ---- (2) backward rematerialization -----------------------------------------------------
+    def _backward(self, func: Operation) -> bool:
+        changed = False
+        made: dict = {}
+        for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
+            if conv.parent is None:
+                continue
+            target = conv.results[0].type.encoding
+            plan = _Plan()
+            src = conv.operands[0]
+            if not self._plan(src, target, plan, made):
+                continue
+            cost = self._plan_cost(plan, conv)
+            if cost >= self.cost.convert(conv.results[0].type):
+                self.ctx.record_pattern("keep convert_layout (rematerialization costs more)")
+                continue
+            new = self._apply(plan, made, src, target)
+            conv.replace_with([new])
+            self.ctx.record_pattern("rematerialize backward")
+            changed = True
+        return changed
+
+    def _plan(self, value: Value, enc, plan: "_Plan", made: dict) -> bool:
+        """Add to `plan` (in dependency order) what rebuilding `value` in layout `enc` takes;
+        False when it cannot be done."""
+        if value.type.encoding == enc or (value, enc) in made or (value, enc) in plan.steps:
+            return True
+        op = value.owner_op
+        if op is None:
+            return False
+        if op.name in LEAVES:
+            if op.name == "arith.constant" and not isinstance(op.attributes["value"], DenseAttr):
+                return False
+            return plan.add(value, enc, "leaf")
+        if not _is_distributed_target(enc):
+            return False        # only free producers are rebuilt in dot-operand/mma layouts
+        if op.name == "ttg.convert_layout":
+            mark = plan.checkpoint()
+            if self._plan(op.operands[0], enc, plan, made):
+                return plan.add(value, enc, "through")
+            plan.rollback(mark)
+            return plan.add(value, enc, "reconvert")
+        if op.name == "tt.load":
+            if not self._load_movable(op, value, enc):
+                return False
+        elif op.name == "tt.reduce":
+            if any(len(r.uses) > 1 for r in op.results):
+                return False
+        elif not (is_elementwise(op) or op.name in ("tt.broadcast", "tt.expand_dims",
+                                                       "tt.trans", "tt.scan")):
+            return False
+        needs = operand_encoding(op, enc)
+        if needs is None or not _is_distributed_target(needs):
+            return False
+        for v in op.operands:
+            if isinstance(v.type, TensorType) and not self._plan(v, needs, plan, made):
+                return False
+        return plan.add(value, enc, "clone")
+
+    def _load_movable(self, op: Operation, value: Value, enc) -> bool:
+        """A load may be moved (never duplicated) into a layout that is no worse: no narrower
+        along the fastest dim and holding no more copies of each element (Triton also lets
+        loads of fewer elements than threads move freely)."""
+        if len(value.uses) != 1:
+            return False
+        old = value.type.encoding
+        try:
+            if order_of(enc)[0] != order_of(old)[0]:
+                return False
+            dim = order_of(old)[0]
+            if size_per_thread_of(enc)[dim] < size_per_thread_of(old)[dim]:
+                return False
+            shape = value.type.shape
+            if value.type.numel <= self.cost.num_threads:
+                return True
+            return elements_per_thread(enc, shape) <= elements_per_thread(old, shape)
+        except (TypeError, NotImplementedError):
+            return False
+
+    def _plan_cost(self, plan: "_Plan", conv: Operation) -> float:
+        """Extra work the plan adds: ops that stay alive for other users are duplicated, and
+        conversions kept further up still cost a conversion."""
+        planned = set(v for v, _ in plan.steps)
+        cost = 0.0
+        for (value, enc), kind in plan.steps.items():
+            op = value.owner_op
+            if kind == "reconvert":
+                if op.operands[0].type.encoding != enc:
+                    cost += self.cost.convert(value.type)
+                continue
+            if kind in ("leaf", "through"):
+                continue
+            shared = any(user is not conv and not any(r in planned for r in user.results)
+                         for r in op.results for user, _ in r.uses)
+            if shared:
+                if op.name in ("tt.load", "tt.reduce"):
+                    return INFINITE
+                if op.name not in ("tt.broadcast", "tt.expand_dims"):
+                    cost += self.cost.per_thread(value.type)
+        return cost
+
+    def _apply(self, plan: "_Plan", made: dict, root: Value, target) -> Value:
+        for (value, enc), kind in plan.steps.items():
+            op = value.owner_op
+            if kind == "through":
+                made[(value, enc)] = self._get(op.operands[0], enc, made)
+                continue
+            if kind == "reconvert":
+                made[(value, enc)] = insert_convert_after(op.operands[0], enc, op.loc) \
+                    if op.operands[0].type.encoding != enc else op.operands[0]
+                continue
+            needs = operand_encoding(op, enc) if kind == "clone" else None
+            mapping = {v: self._get(v, needs, made) for v in op.operands
+                       if kind == "clone" and isinstance(v.type, TensorType)}
+            clone = op.clone(mapping)
+            op.parent.insert(op.parent.ops.index(op) + 1, clone)
+            for old_r, new_r in zip(op.results, clone.results):
+                set_encoding(new_r, enc)
+                made[(old_r, enc)] = new_r
+        return self._get(root, target, made)
+
+    @staticmethod
+    def _get(value: Value, enc, made: dict) -> Value:
+        if value.type.encoding == enc:
+            return value
+        return made[(value, enc)]
+
+    # ---- (3) values carried by loops and ifs -------------------------------------------------
+    def _loop_carried(self, func: Operation) -> bool:
+        changed = False
+        for op in [o for o in func.walk() if o.name in ("scf.for", "scf.if")]:
+            for i, result in enumerate(op.results):
+                if not isinstance(result.type, TensorType) or (op, i) in self.carried_done:
+                    continue
+                # a loop is judged by its body's uses (they run every iteration)
+                watched = (op.regions[0].blocks[0].args[1 + i] if op.name == "scf.for"
+                           else result)
+                targets = {u.results[0].type.encoding for u in watched.users()
+                           if u.name == "ttg.convert_layout"}
+                if len(targets) != 1:
+                    continue
+                target = targets.pop()
+                if not _is_distributed_target(target):
+                    continue
+                self._retype_carried(op, i, target)
+                self.carried_done.add((op, i))
+                self.ctx.record_pattern(f"carry {op.name} value in its converted layout")
+                changed = True
+        return changed
+
+    @staticmethod
+    def _retype_carried(op: Operation, i: int, target) -> None:
+        """Carry result `i` of an scf.for / scf.if (and the loop's matching block argument) in
+        `target`: values flowing in are converted to it, users that still want the old layout
+        get a conversion back; the conversions that cancel are folded afterwards."""
+        old = op.results[i].type.encoding
+        values = [op.results[i]]
+        if op.name == "scf.for":
+            values.append(op.regions[0].blocks[0].args[1 + i])
+            op.set_operand(3 + i, insert_convert(op.operands[3 + i], target, op))
+        for value in values:
+            users = list(value.uses)
+            value.type = value.type.with_encoding(target)
+            if users:
+                back = insert_convert_after(value, old, op.loc)
+                for user, index in users:
+                    user.set_operand(index, back)
+        for region in op.regions:
+            yield_op = region.blocks[0].terminator
+            yield_op.set_operand(i, insert_convert(yield_op.operands[i], target, yield_op))
+
+    # ---- (4) loop-invariant conversions --------------------------------------------------------
+    def _hoist_invariant(self, func: Operation) -> bool:
+        """A conversion inside a loop of a value defined outside it gives the same result every
+        iteration: do it once, before the loop."""
+        changed = False
+        for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
+            moved = False
+            loop = conv.parent_op
+            while loop is not None and loop.name in ("scf.for", "scf.while") and \
+                    defined_outside(conv.operands[0], loop):
+                conv.move_before(loop)
+                moved = True
+                loop = conv.parent_op
+            if moved:
+                self.ctx.record_pattern("hoist loop-invariant convert_layout")
+                changed = True
+        return changed
+
+
+class _Plan:
+    """An ordered set of (value, layout) -> how to make it: 'leaf' (rebuild a splat, range or
+    constant), 'clone' (rebuild the op from rebuilt operands), 'through' (look through a
+    conversion), 'reconvert' (convert the conversion's source instead)."""
+
+    def __init__(self):
+        self.steps: dict = {}
+        self.order: list = []
+
+    def add(self, value: Value, enc, kind: str) -> bool:
+        """Record how to make `value` in `enc` (once); always True, for chaining."""
+        key = (value, enc)
+        if key not in self.steps:
+            self.steps[key] = kind
+            self.order.append(key)
+        return True
+
+    def checkpoint(self) -> int:
+        """A mark to roll back to if a tentative branch of the plan fails."""
+        return len(self.order)
+
+    def rollback(self, mark: int) -> None:
+        """Forget every step added since `mark`."""
+        for key in self.order[mark:]:
+            del self.steps[key]
+        del self.order[mark:]

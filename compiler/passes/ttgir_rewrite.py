@@ -1,0 +1,118 @@
+"""IR surgery the ttgir passes share: retyping values into a layout, inserting and folding
+`ttg.convert_layout`, and sweeping away the ops a rewrite left unused."""
+from __future__ import annotations
+
+from compiler.dialects.ttg import ConvertLayoutOp
+from compiler.ir.attributes import DenseAttr
+from compiler.ir.core import Module, Operation, Value
+from compiler.ir.types import TensorType
+
+from .base import PassContext
+from .dce import erase_dead_ops
+
+
+def set_encoding(value: Value, encoding) -> None:
+    """Give a tensor value layout `encoding` in place (a splat constant's attribute follows)."""
+    if not isinstance(value.type, TensorType):
+        return
+    value.type = value.type.with_encoding(encoding)
+    op = value.owner_op
+    if op is not None and op.name == "arith.constant":
+        attr = op.attributes["value"]
+        if isinstance(attr, DenseAttr):
+            op.attributes["value"] = DenseAttr(attr.value, value.type)
+
+
+def insert_convert(value: Value, encoding, before: Operation, loc=None) -> Value:
+    """`ttg.convert_layout` of `value` into `encoding`, placed just before `before`."""
+    op = ConvertLayoutOp([value], [value.type.with_encoding(encoding)], {}, None,
+                         before.loc if loc is None else loc)
+    before.parent.insert_before(before, op)
+    return op.result
+
+
+def insert_convert_after(value: Value, encoding, loc) -> Value:
+    """`ttg.convert_layout` of `value` into `encoding`, placed right after its definition (at
+    the start of its block for block arguments)."""
+    op = ConvertLayoutOp([value], [value.type.with_encoding(encoding)], {}, None, loc)
+    owner = value.owner_op
+    if owner is not None:
+        block = owner.parent
+        block.insert(block.ops.index(owner) + 1, op)
+    else:
+        value.block.insert(0, op)
+    return op.result
+
+
+def relayout_op(op: Operation, operand_encodings: list, result_encodings: list) -> None:
+    """Move `op` into new layouts in place: operands whose wanted layout (None: leave it) differs
+    are converted in front of it, and each retyped result is converted back to its old layout
+    for its current users (fold_converts later removes the pairs that cancel)."""
+    for i, enc in enumerate(operand_encodings):
+        v = op.operands[i]
+        if enc is not None and isinstance(v.type, TensorType) and v.type.encoding != enc:
+            op.set_operand(i, insert_convert(v, enc, op))
+    for r, enc in zip(op.results, result_encodings):
+        if enc is None or not isinstance(r.type, TensorType) or r.type.encoding == enc:
+            continue
+        old = r.type.encoding
+        users = list(r.uses)
+        set_encoding(r, enc)
+        if users:
+            back = insert_convert_after(r, old, op.loc)
+            for user, index in users:
+                user.set_operand(index, back)
+
+
+def convert_ops(module: Module) -> list[Operation]:
+    """Every `ttg.convert_layout` in the module, in program order."""
+    return [op for op in module.walk() if op.name == "ttg.convert_layout"]
+
+
+def recreate_in_layout(op: Operation, encoding) -> Value | None:
+    """A copy of a layout-free producer (splat, make_range, splat constant) built directly in
+    `encoding`, placed right after the original (so it stays where the original was, outside
+    any loop the conversion sits in); None if `op` is not such a producer."""
+    if op.name not in ("tt.splat", "tt.make_range", "arith.constant"):
+        return None
+    if op.name == "arith.constant" and not isinstance(op.attributes["value"], DenseAttr):
+        return None
+    clone = op.clone({})
+    op.parent.insert(op.parent.ops.index(op) + 1, clone)
+    set_encoding(clone.result, encoding)
+    return clone.result
+
+
+def fold_converts(module: Module, ctx: PassContext) -> bool:
+    """Canonicalize conversions: drop no-op ones, collapse chains, and rebuild splats,
+    make_ranges and splat constants directly in the wanted layout. Returns whether any fired."""
+    changed = False
+    for op in convert_ops(module):
+        if op.parent is None:
+            continue
+        src = op.operands[0]
+        dst_type = op.results[0].type
+        if src.type == dst_type:
+            op.replace_with([src])
+            ctx.record_pattern("fold identity convert_layout")
+            changed = True
+            continue
+        producer = src.owner_op
+        if producer is not None and producer.name == "ttg.convert_layout":
+            inner = producer.operands[0]
+            if inner.type == dst_type:
+                op.replace_with([inner])
+            else:
+                op.set_operand(0, inner)
+            ctx.record_pattern("fold convert_layout chain")
+            changed = True
+            continue
+        if producer is not None:
+            new = recreate_in_layout(producer, dst_type.encoding)
+            if new is not None:
+                op.replace_with([new])
+                ctx.record_pattern(f"rematerialize {producer.name} in the target layout")
+                changed = True
+    if changed:
+        erase_dead_ops(module, ctx)
+    return changed
