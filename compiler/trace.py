@@ -8,7 +8,7 @@ nothing but this module, so the explorer and scripts need no other part of the c
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 TRACE_SCHEMA_VERSION = 1
@@ -29,6 +29,7 @@ class PassRecord:
     op_counts: dict = field(default_factory=dict)
     convert_layout_count: int = 0
     patterns: dict = field(default_factory=dict)   # rewrite pattern name -> times it fired
+    pattern_sites: list = field(default_factory=list)  # [{pattern, op, loc, source}], capped
     doc: str = ""                   # the pass's docstring, for the explorer
     error: str | None = None        # set when the pass (or the verifier after it) failed
 
@@ -88,9 +89,10 @@ class CompileTrace:
         if version != TRACE_SCHEMA_VERSION:
             raise ValueError(f"trace schema version {version} is not supported "
                              f"(this reader knows version {TRACE_SCHEMA_VERSION})")
-        data = dict(data)
-        data["passes"] = [PassRecord(**p) for p in data.get("passes", [])]
-        data["launches"] = [Launch(**{**lch, "grid": tuple(lch["grid"])})
+        data = _known_fields(cls, data)
+        data["passes"] = [PassRecord(**_known_fields(PassRecord, p))
+                          for p in data.get("passes", [])]
+        data["launches"] = [Launch(**{**_known_fields(Launch, lch), "grid": tuple(lch["grid"])})
                             for lch in data.get("launches", [])]
         return cls(**data)
 
@@ -101,6 +103,12 @@ class CompileTrace:
     @classmethod
     def load(cls, path: str | Path) -> "CompileTrace":
         return cls.from_json(Path(path).read_text())
+
+
+def _known_fields(cls, data: dict) -> dict:
+    """`data` without keys `cls` does not know (fields a newer version-1 writer added)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def load_traces(path: str | Path) -> list[CompileTrace]:

@@ -43,10 +43,20 @@ class PassContext:
 
     options: dict = field(default_factory=dict)     # compile options: num_warps, target, ...
     patterns: dict = field(default_factory=dict)    # pattern name -> count (this pass run)
+    sites: list = field(default_factory=list)       # where patterns fired (first MAX_SITES)
 
-    def record_pattern(self, name: str, count: int = 1) -> None:
-        """Note that rewrite pattern `name` fired (the explorer shows these per pass)."""
+    MAX_SITES = 200
+
+    def record_pattern(self, name: str, count: int = 1, op=None, source: str = "") -> None:
+        """Note that rewrite pattern `name` fired (the explorer shows these per pass); with
+        `op`, also where: the op's name and source location, and `source`, the pattern's
+        defining class (`module.Class`)."""
         self.patterns[name] = self.patterns.get(name, 0) + count
+        if op is not None and len(self.sites) < self.MAX_SITES:
+            where = op.loc.file_line_col()
+            self.sites.append({"pattern": name, "op": op.name,
+                               "loc": str(where) if where is not None else "",
+                               "source": source})
 
 
 class Pass:

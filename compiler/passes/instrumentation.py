@@ -1,0 +1,131 @@
+"""The standard instrumentation: fills a `CompileTrace` with one `PassRecord` per pass run.
+
+It prints the module once after each pass (the snapshot, also used to tell whether the pass
+changed anything), counts ops by name, collects the patterns the pass reported, and optionally
+verifies the IR (`verify_each`) and echoes snapshots to a stream (`print_after_all`,
+`print_after_change`, as MLIR's IR printing options do).
+"""
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from compiler.ir.core import Module, op_count_by_name
+from compiler.ir.printer import print_module
+from compiler.ir.verifier import verify_module
+from compiler.ir.verifier_errors import VerificationError
+from compiler.trace import CompileTrace, PassRecord
+
+from .manager import PassFailure, PassInstrumentation, PassRun
+
+
+def ir_shape(module: Module) -> list:
+    """A flat list of everything the printed IR depends on: ops (by identity), names, locations,
+    operands, result types and names, attributes, blocks and their arguments, with counts that
+    fix the nesting. Two equal lists print the same text, so a pass whose list equals the one
+    before it changed nothing and needs no new print. The list holds the objects themselves
+    (not ids), so nothing in it can be freed and its address reused while it is kept."""
+    shape: list = [len(module.attributes), *module.attributes.items(), module.loc]
+    add = shape.append
+    extend = shape.extend
+    for op in module.walk():
+        extend((op, op.name, op.loc, len(op.operands)))
+        extend(op.operands)
+        add(len(op.results))
+        for r in op.results:
+            extend((r.type, r.name_hint))
+        add(len(op.attributes))
+        extend(op.attributes.items())
+        add(len(op.regions))
+        for region in op.regions:
+            add(len(region.blocks))
+            for block in region.blocks:
+                extend((block, len(block.ops), len(block.args)))
+                for arg in block.args:
+                    extend((arg, arg.type, arg.loc, len(arg.attributes)))
+                    extend(arg.attributes.items())
+    return shape
+
+
+class TraceInstrumentation(PassInstrumentation):
+    """Records every pass run into `trace.passes` (and the stage input into `stage_inputs`).
+
+    snapshots: keep `ir_after` text per pass (at most one print per pass: a pass that left
+        every op, value and attribute as it was reuses the previous text); without snapshots
+        `changed` is judged from op counts and fired patterns only.
+    verify_each: verify after every pass; a failure sets the record's `error` and raises
+        `PassFailure` naming the pass.
+    print_after_all / print_after_change: also write snapshots to `stream` (stderr).
+    """
+
+    def __init__(self, trace: CompileTrace, snapshots: bool = True, verify_each: bool = True,
+                 print_after_all: bool = False, print_after_change: bool = False,
+                 stream: TextIO | None = None):
+        self.trace = trace
+        self.snapshots = snapshots or print_after_all or print_after_change
+        self.verify_each = verify_each
+        self.print_after_all = print_after_all
+        self.print_after_change = print_after_change
+        self.stream = stream
+        self._last_text = ""
+        self._last_counts: dict = {}
+        self._last_shape: list | None = None
+
+    def before_pipeline(self, stage: str, module: Module) -> None:
+        self._last_counts = op_count_by_name(module)
+        self._last_text = print_module(module) if self.snapshots else ""
+        self._last_shape = ir_shape(module) if self.snapshots else None
+        self.trace.stage_inputs[stage] = self._last_text
+
+    def _record(self, run: PassRun) -> PassRecord:
+        record = PassRecord(stage=run.stage, name=run.pass_.name, options=dict(run.pass_.options),
+                            index=len(self.trace.passes), wall_ms=run.wall_ms,
+                            patterns=dict(run.ctx.patterns),
+                            pattern_sites=list(run.ctx.sites), doc=run.pass_.doc())
+        self.trace.passes.append(record)
+        return record
+
+    def after_pass(self, run: PassRun, module: Module) -> None:
+        record = self._record(run)
+        counts = op_count_by_name(module)
+        record.op_counts = counts
+        record.convert_layout_count = counts.get("ttg.convert_layout", 0)
+        if self.snapshots:
+            shape = ir_shape(module)
+            if shape == self._last_shape:          # nothing the printer reads has changed
+                text = self._last_text
+            else:
+                text = print_module(module)
+                self._last_shape = shape
+            record.changed = text != self._last_text
+            record.ir_after = text
+            self._last_text = text
+        else:
+            record.changed = counts != self._last_counts or bool(record.patterns)
+        self._last_counts = counts
+        self._echo(record)
+        if self.verify_each:
+            try:
+                verify_module(module)
+            except VerificationError as err:
+                record.error = f"verifier: {err}"
+                raise PassFailure(run.stage, record.name, run.position,
+                                  f"it left invalid IR: {err}") from err
+
+    def after_pass_failed(self, run: PassRun, module: Module) -> None:
+        record = self._record(run)
+        record.error = f"{type(run.error).__name__}: {run.error}"
+        record.op_counts = op_count_by_name(module)
+        if self.snapshots:
+            try:
+                record.ir_after = print_module(module)
+            except Exception as err:  # the IR may be too broken to print
+                record.ir_after = f"// IR could not be printed: {err}\n"
+            record.changed = record.ir_after != self._last_text
+
+    def _echo(self, record: PassRecord) -> None:
+        if not (self.print_after_all or (self.print_after_change and record.changed)):
+            return
+        stream = self.stream or sys.stderr
+        stream.write(f"// -----// IR Dump After {record.name} ({record.stage}) //----- //\n")
+        stream.write(record.ir_after)

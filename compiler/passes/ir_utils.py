@@ -1,0 +1,108 @@
+"""Helpers the ttir passes share: constants, side effects, loop membership, op creation."""
+from __future__ import annotations
+
+from compiler.ir.attributes import BoolAttr, DenseAttr, FloatAttr, IntegerAttr
+from compiler.ir.core import Block, BlockArgument, Operation, Value
+from compiler.ir.location import Location
+from compiler.ir.types import TensorType, Type
+
+EFFECT_TRAITS = ("memory_write", "call")
+
+
+def constant_value(value: Value):
+    """The Python number `value` always holds (a scalar or splat `arith.constant`), else None."""
+    op = value.owner_op
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes.get("value")
+    if isinstance(attr, (IntegerAttr, FloatAttr, DenseAttr)):
+        return attr.value
+    return None
+
+
+def is_constant(value: Value, number) -> bool:
+    """Whether `value` is a constant equal to `number` (bools compare as 0/1)."""
+    held = constant_value(value)
+    return held is not None and not isinstance(held, str) and held == number
+
+
+def constant_attr(number, type_: Type):
+    """The attribute an `arith.constant` of `type_` holding `number` needs."""
+    if isinstance(type_, TensorType):
+        return DenseAttr(number, type_)
+    if type_.is_float:
+        return FloatAttr(float(number), type_)
+    return IntegerAttr(int(number), type_)
+
+
+def make_constant(number, type_: Type, before: Operation, loc: Location | None = None) -> Value:
+    """Insert an `arith.constant` of `type_` holding `number` just before `before`."""
+    from compiler.dialects.arith import ConstantOp
+    op = ConstantOp([], [type_], {"value": constant_attr(number, type_)}, None,
+                    before.loc if loc is None else loc)
+    before.parent.insert_before(before, op)
+    return op.result
+
+
+def insert_new(cls, operands, result_types, attributes, before: Operation,
+               loc: Location | None = None) -> Operation:
+    """Create an op of class `cls` just before `before` (with `before`'s location by default)."""
+    op = cls(list(operands), list(result_types), dict(attributes or {}), None,
+             before.loc if loc is None else loc)
+    before.parent.insert_before(before, op)
+    return op
+
+
+def is_volatile(op: Operation) -> bool:
+    """A load marked `isVolatile = true` (it must happen even when unused)."""
+    attr = op.attributes.get("isVolatile")
+    return isinstance(attr, BoolAttr) and attr.value
+
+
+def has_side_effects(op: Operation) -> bool:
+    """Whether `op` (or an op nested in it) writes memory, calls, prints or may not terminate.
+    Reads alone are not side effects: an unused load can go."""
+    for nested in op.walk():
+        if nested.name == "builtin.unregistered" or type(nested) is Operation:
+            return True
+        if any(nested.has_trait(t) for t in EFFECT_TRAITS) or nested.name == "scf.while":
+            return True
+        if nested.has_trait("memory_read") and is_volatile(nested):
+            return True
+    return False
+
+
+def reads_memory(op: Operation) -> bool:
+    """Whether `op` or an op nested in it reads memory."""
+    return any(nested.has_trait("memory_read") for nested in op.walk())
+
+
+def is_removable_if_unused(op: Operation) -> bool:
+    """An op whose results are all unused may be erased when it has no side effects and is
+    not a terminator or symbol (function)."""
+    if op.has_trait("terminator") or op.has_trait("symbol") or op.name == "tt.func":
+        return False
+    return not has_side_effects(op)
+
+
+def is_pure(op: Operation) -> bool:
+    """Pure in the CSE / hoisting sense: no side effects and no memory reads."""
+    return not has_side_effects(op) and not reads_memory(op)
+
+
+def defined_outside(value: Value, region_op: Operation) -> bool:
+    """Whether `value` is defined outside `region_op` (so it is invariant in its regions)."""
+    if isinstance(value, BlockArgument):
+        owner = value.block.parent_op
+        return owner is None or not region_op.is_ancestor_of(owner)
+    return not region_op.is_ancestor_of(value.owner_op)
+
+
+def remove_block_argument(block: Block, index: int) -> None:
+    """Delete the (unused) `index`-th argument of `block`, renumbering the rest."""
+    arg = block.args.pop(index)
+    if arg.uses:
+        raise ValueError("cannot remove a block argument that is still used")
+    for i, a in enumerate(block.args):
+        a.index = i
+

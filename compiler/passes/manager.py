@@ -1,0 +1,241 @@
+"""The pass manager: pipelines from strings or lists, run with instrumentation hooks.
+
+A pipeline is an MLIR-style string (`"inline,canonicalize,cse,licm{hoist-loads=false},dce"`), a
+list of names / `Pass` instances, or a mix. `PassManager(stage, passes, instrumentations)` runs
+it on a module; every instrumentation sees each pass before and after it runs (snapshots,
+verification and timing live there, never inside passes). Pass names resolve lazily: every
+module of `compiler.passes` is imported the first time a name is looked up, so passes other
+helpers register (the ttgir ones) are found without this module knowing them.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import time
+from dataclasses import dataclass, field
+
+from compiler.ir.core import Module
+
+from .base import PASSES, Pass, PassContext
+
+DEFAULT_PIPELINES: dict[str, str] = {
+    # Triton's make_ttir: inliner, canonicalizer, combine, reorder-broadcast, cse, symbol-dce,
+    # loop-unroll (PASSES.md); we add licm here since our ttir already has loops worth hoisting.
+    "ttir": "inline,canonicalize,combine,reorder-broadcast,canonicalize,cse,licm,dce,loop-unroll",
+    "ttgir": ("convert-triton-to-tritongpu,coalesce,remove-layout-conversions,"
+              "optimize-thread-locality,reduce-data-duplication,reorder-instructions,"
+              "allocate-shared-memory"),
+}
+
+ENV_PIPELINE_VARS = {"ttir": "TILE_PIPELINE_TTIR", "ttgir": "TILE_PIPELINE_TTGIR",
+                     "llir": "TILE_PIPELINE_LLIR"}
+
+
+class PipelineError(ValueError):
+    """A pipeline that names an unknown pass or gives a pass a bad option."""
+
+
+class PassFailure(RuntimeError):
+    """A pass raised, or left IR the verifier rejects; names the pass and the reason."""
+
+    def __init__(self, stage: str, pass_name: str, index: int, message: str):
+        super().__init__(f"{stage} pass #{index} '{pass_name}' failed: {message}")
+        self.stage = stage
+        self.pass_name = pass_name
+        self.index = index
+        self.reason = message
+
+
+_LOADED = False
+
+
+def load_all_passes() -> dict[str, type[Pass]]:
+    """Import every module of `compiler.passes` (registering its passes); returns `PASSES`."""
+    global _LOADED
+    if not _LOADED:
+        package = importlib.import_module("compiler.passes")
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"compiler.passes.{info.name}")
+        _LOADED = True
+    return PASSES
+
+
+def pass_class(name: str) -> type[Pass]:
+    """The registered pass named `name`; a `PipelineError` listing valid names otherwise."""
+    passes = load_all_passes()
+    if name not in passes:
+        valid = ", ".join(sorted(passes))
+        raise PipelineError(f"unknown pass '{name}'; valid passes: {valid}")
+    return passes[name]
+
+
+def _split_top_level(text: str, sep: str) -> list[str]:
+    """Split at `sep` outside braces."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                raise PipelineError(f"unbalanced '}}' in pipeline '{text}'")
+        if ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if depth:
+        raise PipelineError(f"unbalanced '{{' in pipeline '{text}'")
+    parts.append("".join(current))
+    return parts
+
+
+def _parse_item(item: str) -> Pass:
+    item = item.strip()
+    name, _, rest = item.partition("{")
+    name = name.strip()
+    cls = pass_class(name)
+    options: dict = {}
+    if rest:
+        if not rest.endswith("}"):
+            raise PipelineError(f"options of pass '{name}' must end with '}}': '{item}'")
+        known = {o.name: o for o in cls.options_spec}
+        for pair in rest[:-1].replace(",", " ").split():
+            key, eq, value = pair.partition("=")
+            if key not in known:
+                valid = ", ".join(known) or "none"
+                raise PipelineError(f"pass '{name}' has no option '{key}' (valid options: {valid})")
+            if not eq:
+                raise PipelineError(f"option '{key}' of pass '{name}' needs a value: {key}=...")
+            try:
+                options[key] = known[key].convert(value)
+            except ValueError as err:
+                raise PipelineError(f"pass '{name}': {err}") from None
+    return cls(**options)
+
+
+def parse_pipeline(spec) -> list[Pass]:
+    """Passes from a pipeline string, a list of names/strings/`Pass` instances, or None (empty)."""
+    if spec is None:
+        return []
+    if isinstance(spec, Pass):
+        return [spec]
+    if isinstance(spec, str):
+        items = [s for s in _split_top_level(spec, ",") if s.strip()]
+        return [_parse_item(s) for s in items]
+    passes: list[Pass] = []
+    for entry in spec:
+        if isinstance(entry, Pass):
+            passes.append(entry)
+        elif isinstance(entry, type) and issubclass(entry, Pass):
+            passes.append(entry())
+        elif isinstance(entry, str):
+            passes.extend(parse_pipeline(entry))
+        else:
+            raise PipelineError(f"a pipeline entry must be a pass name or Pass, not {entry!r}")
+    return passes
+
+
+def pipeline_text(passes: list[Pass]) -> str:
+    """The pipeline string that reproduces `passes` (options that differ from defaults shown)."""
+    items = []
+    for p in passes:
+        changed = {o.name: p.options[o.name] for o in p.options_spec
+                   if p.options[o.name] != o.default}
+        opts = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                        for k, v in changed.items())
+        items.append(f"{p.name}{{{opts}}}" if opts else p.name)
+    return ",".join(items)
+
+
+@dataclass
+class PipelineOptions:
+    """The pipeline per stage a compile uses; stages not named use `DEFAULT_PIPELINES`."""
+
+    pipelines: dict = field(default_factory=dict)   # stage -> pipeline string or list
+
+    def for_stage(self, stage: str):
+        """The pipeline for `stage`: the one given, else the default."""
+        return self.pipelines.get(stage, DEFAULT_PIPELINES.get(stage, ""))
+
+
+def pipeline_from_env(environ=None, base: dict | None = None) -> PipelineOptions:
+    """Read TILE_PIPELINE_TTIR / _TTGIR / _LLIR once (at the edge) into `PipelineOptions`;
+    `base` (e.g. `compile(..., pipelines=...)`) wins over the environment."""
+    environ = os.environ if environ is None else environ
+    pipelines = {stage: environ[var] for stage, var in ENV_PIPELINE_VARS.items() if var in environ}
+    pipelines.update(base or {})
+    return PipelineOptions(pipelines)
+
+
+@dataclass
+class PassRun:
+    """What the manager hands instrumentations about one pass run."""
+
+    stage: str
+    pass_: Pass
+    position: int           # position inside this stage's pipeline
+    ctx: PassContext
+    wall_ms: float = 0.0
+    error: BaseException | None = None
+
+
+class PassInstrumentation:
+    """MLIR-style hooks around a pipeline and each pass; subclasses override what they need.
+    `after_pass` may raise `PassFailure` (e.g. when verification fails)."""
+
+    def before_pipeline(self, stage: str, module: Module) -> None:
+        """Called once before the stage's first pass."""
+
+    def before_pass(self, run: PassRun, module: Module) -> None:
+        """Called before each pass."""
+
+    def after_pass(self, run: PassRun, module: Module) -> None:
+        """Called after each pass that returned normally."""
+
+    def after_pass_failed(self, run: PassRun, module: Module) -> None:
+        """Called after a pass raised (`run.error` holds the exception)."""
+
+    def after_pipeline(self, stage: str, module: Module) -> None:
+        """Called once after the stage's last pass."""
+
+
+class PassManager:
+    """Runs one stage's pipeline over a module, calling every instrumentation around each pass."""
+
+    def __init__(self, stage: str, passes=None, instrumentations=()):
+        self.stage = stage
+        self.passes = parse_pipeline(DEFAULT_PIPELINES.get(stage, "") if passes is None
+                                     else passes)
+        self.instrumentations = list(instrumentations)
+
+    def run(self, module: Module, ctx_options: dict | None = None) -> Module:
+        """Run every pass in order; returns the (possibly new) module. A pass that raises ends
+        the run with `PassFailure` naming it."""
+        for inst in self.instrumentations:
+            inst.before_pipeline(self.stage, module)
+        for position, pass_ in enumerate(self.passes):
+            run = PassRun(self.stage, pass_, position, PassContext(dict(ctx_options or {})))
+            for inst in self.instrumentations:
+                inst.before_pass(run, module)
+            start = time.perf_counter()
+            try:
+                result = pass_.run(module, run.ctx)
+            except PassFailure:
+                raise
+            except Exception as err:  # a pass bug or an unsupported input: name the pass
+                run.wall_ms = (time.perf_counter() - start) * 1e3
+                run.error = err
+                for inst in self.instrumentations:
+                    inst.after_pass_failed(run, module)
+                raise PassFailure(self.stage, pass_.name, position,
+                                  f"{type(err).__name__}: {err}") from err
+            run.wall_ms = (time.perf_counter() - start) * 1e3
+            if isinstance(result, Module):
+                module = result
+            for inst in self.instrumentations:
+                inst.after_pass(run, module)
+        for inst in self.instrumentations:
+            inst.after_pipeline(self.stage, module)
+        return module
