@@ -47,13 +47,10 @@ class CompileOptions:
     @classmethod
     def from_env(cls, base: dict | None = None, environ=None) -> "CompileOptions":
         """Options from keyword arguments, then the TILE_* variables (read here, at the edge)."""
+        from compiler.passes.manager import pipeline_from_env
         environ = os.environ if environ is None else environ
         values = dict(base or {})
-        pipelines = dict(values.pop("pipelines", None) or {})
-        for stage, var in (("ttir", "TILE_PIPELINE_TTIR"), ("ttgir", "TILE_PIPELINE_TTGIR")):
-            if var in environ and stage not in pipelines:
-                pipelines[stage] = environ[var]
-        values["pipelines"] = pipelines
+        values["pipelines"] = pipeline_from_env(environ, values.pop("pipelines", None)).pipelines
         if "TILE_OVERRIDE_DIR" in environ and not values.get("override_dir"):
             values["override_dir"] = environ["TILE_OVERRIDE_DIR"]
         if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
@@ -177,14 +174,12 @@ def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) 
 
 def _override(state: CompileState, stage: str) -> str | None:
     """The text of a stage replaced by a file from the override folder, noted in the trace."""
-    folder = state.options.override_dir
-    if not folder:
+    from compiler.dump import find_override
+    path = find_override(state.name, stage, state.options.override_dir)
+    if path is None:
         return None
-    for candidate in (Path(folder) / f"{state.name}.{stage}", Path(folder) / state.name / stage):
-        if candidate.is_file():
-            state.trace.overrides[stage] = str(candidate)
-            return candidate.read_text()
-    return None
+    state.trace.overrides[stage] = str(path)
+    return path.read_text()
 
 
 def stage_ttir(state: CompileState) -> None:
