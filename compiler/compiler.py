@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
-from compiler.ir.printer import print_module
+from compiler.ir.printer import print_module, print_module_with_lines
 from compiler.ir.verifier import verify_module
 from compiler.trace import CompileTrace, PassRecord
 
@@ -187,7 +187,7 @@ def stage_ttir(state: CompileState) -> None:
     text = _override(state, "ttir")
     module = parse_module(text, f"{state.name}.ttir") if text is not None else state.ttir
     state.ttir = _run_pipeline(state, "ttir", module, {})
-    state.trace.stages["ttir"] = print_module(state.ttir)
+    _record_stage_text(state, "ttir", state.ttir)
 
 
 def stage_ttgir(state: CompileState) -> None:
@@ -199,10 +199,22 @@ def stage_ttgir(state: CompileState) -> None:
     else:
         ttgir_input = state.ttir.clone()
         state.ttgir = _run_pipeline(state, "ttgir", ttgir_input, {})
-    state.trace.stages["ttgir"] = print_module(state.ttgir)
+    _record_stage_text(state, "ttgir", state.ttgir)
     state.metadata["shared"] = _module_int_attr(state.ttgir, "ttg.shared")
     state.metadata["num_warps"] = _module_int_attr(state.ttgir, "ttg.num-warps") or \
         state.options.num_warps
+
+
+def _record_stage_text(state: CompileState, stage: str, module: Module) -> None:
+    """Keep the stage's text, and map each Python source line to the stage's op lines."""
+    text, op_lines = print_module_with_lines(module)
+    state.trace.stages[stage] = text
+    for op in module.walk():
+        position = op.loc.file_line_col()
+        if position is None or id(op) not in op_lines:
+            continue
+        lines = state.trace.python_to_ops.setdefault(str(position.line), {})
+        lines.setdefault(stage, []).append(op_lines[id(op)])
 
 
 def _module_int_attr(module: Module, key: str) -> int:

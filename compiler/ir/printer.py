@@ -7,6 +7,8 @@ comes from its `syntax` object; ops without one print in MLIR's generic form.
 """
 from __future__ import annotations
 
+import re
+
 from .attributes import Attribute, DenseAttr, IntegerAttr
 from .core import BlockArgument, Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
@@ -27,7 +29,8 @@ class Printer:
         self.layout_prefix_counts: dict[str, int] = {}
         self.loc_aliases: dict[Location, str] = {}
         self.loc_order: list[Location] = []
-        self.lines: list[str] = []
+        self.lines: list[tuple] = []         # (op or None, text with region marks)
+        self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -167,29 +170,41 @@ class Printer:
             text = generic_form(self, op, indent)
         else:
             text = syntax.print(self, op, indent)
-        self.lines.append(f"{pad}{lhs}{text} {self.loc(op.loc)}")
+        self.lines.append((op, f"{pad}{lhs}{text} {self.loc(op.loc)}"))
 
     def region(self, region: Region, indent: int, print_entry_args: bool) -> str:
-        """Print `{` + nested ops + `}`; returns the text placed on the op's own line so far."""
-        out_start = len(self.lines)
+        """Print `{` + nested ops + `}`. The nested lines are kept aside and the returned text
+        holds a mark in their place, so that `flatten` can number every op's line."""
+        outer = self.lines
+        self.lines = []
         for i, block in enumerate(region.blocks):
             if i == 0 and not print_entry_args:
-                if not block.args or all(id(a) in self.names for a in block.args):
-                    pass
-                else:
+                if block.args and not all(id(a) in self.names for a in block.args):
                     self.name_block_args(block)
             else:
                 self.name_block_args(block)
                 args = ", ".join(f"{self.value(a)}: {self.type(a.type)} {self.loc(a.loc)}"
                                  for a in block.args)
                 label = f"^bb{i}" + (f"({args})" if block.args else "")
-                self.lines.append(INDENT * indent + f"{label}:")
+                self.lines.append((None, INDENT * indent + f"{label}:"))
             for op in block.ops:
                 self.op(op, indent + 1)
-        inner = self.lines[out_start:]
-        del self.lines[out_start:]
-        closing = INDENT * indent + "}"
-        return "{\n" + "".join(line + "\n" for line in inner) + closing
+        self.region_bodies.append(self.lines)
+        self.lines = outer
+        return "{" + _REGION_MARK.format(len(self.region_bodies) - 1) + INDENT * indent + "}"
+
+    def flatten(self, entries: list, out: list) -> None:
+        """Expand region marks: append (op or None, line) pairs in output order to `out`."""
+        for op, text in entries:
+            pieces = _REGION_MARK_RE.split(text)
+            out.append((op, pieces[0]))
+            for i in range(1, len(pieces), 2):
+                self.flatten(self.region_bodies[int(pieces[i])], out)
+                out.append((None, pieces[i + 1]))
+
+
+_REGION_MARK = "\x00R{}\x00"
+_REGION_MARK_RE = re.compile("\x00R(\\d+)\x00")
 
 
 def attr_key(key: str) -> str:
@@ -227,21 +242,27 @@ def generic_form(p: Printer, op: Operation, indent: int) -> str:
 
 def print_module(module: Module) -> str:
     """The module's text, Triton-style: layout aliases, the module, location aliases."""
+    return print_module_with_lines(module)[0]
+
+
+def print_module_with_lines(module: Module) -> tuple[str, dict]:
+    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`."""
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
-    body_lines: list[str] = []
     attrs = p.attr_dict(module.attributes, keyword="attributes ")
-    body_lines.append(f"module{attrs} {{")
     for op in module.ops:
         p.op(op, 1)
-    body_lines.extend(p.lines)
-    body_lines.append(f"}} {p.loc(module.loc)}")
+    body: list = [(None, f"module{attrs} {{")]
+    p.flatten(p.lines, body)
+    body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
-    header.append("#smem = #ttg.shared_memory") if any(
-        "#smem" in line for line in body_lines) else None
+    if any("#smem" in line for _, line in body):
+        header.append("#smem = #ttg.shared_memory")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
-    return "\n".join(header + body_lines + footer) + "\n"
+    op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
+    text = "\n".join(header + [line for _, line in body] + footer) + "\n"
+    return text, op_lines
 
 
 def enc_text(p: Printer, enc) -> str:
@@ -255,7 +276,9 @@ def print_op_standalone(op: Operation) -> str:
     p = Printer()
     _name_free_values(p, op)
     p.op(op, 0)
-    return "\n".join(p.lines)
+    out: list = []
+    p.flatten(p.lines, out)
+    return "\n".join(line for _, line in out)
 
 
 def _name_free_values(p: Printer, op: Operation) -> None:

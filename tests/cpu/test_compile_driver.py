@@ -74,3 +74,13 @@ def test_pipelines_from_the_environment(monkeypatch):
     assert opts.pipelines == {"ttir": "cse,dce"}
     kernel = compile_kernel(source(32), {"pipelines": {"ttir": "cse,dce"}}, stop_after="ttir")
     assert [p.name for p in kernel.trace.passes] == ["cse", "dce"]
+
+
+def test_python_lines_map_to_their_ops():
+    kernel = compile_kernel(source(64), stop_after="ttgir")
+    store_line = scale_kernel.fn.__code__.co_firstlineno + 4     # the tl.store line
+    lines = kernel.trace.python_to_ops[str(store_line)]
+    for stage in ("ttir", "ttgir"):
+        text = kernel.asm[stage].splitlines()
+        names = [text[n - 1] for n in lines[stage]]
+        assert any("tt.store" in line for line in names), names
