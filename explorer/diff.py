@@ -24,9 +24,15 @@ class DiffRow:
     folded: int = 0                       # for "fold" rows: how many equal rows were hidden
 
 
+SIMILAR = 0.6     # below this similarity two paired lines are marked whole, not char by char
+
+
 def intraline_spans(left: str, right: str) -> tuple[list, list]:
-    """The character ranges that differ between two paired lines, for each side."""
+    """The character ranges that differ between two paired lines, for each side; lines that
+    are not similar enough get no spans (the whole row is already marked as replaced)."""
     matcher = SequenceMatcher(None, left, right, autojunk=False)
+    if matcher.ratio() < SIMILAR:
+        return [], []
     left_spans, right_spans = [], []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

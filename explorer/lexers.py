@@ -5,7 +5,7 @@ picks the right one for a stage name of the compile trace.
 """
 from __future__ import annotations
 
-from pygments.lexer import Lexer, RegexLexer, bygroups, words
+from pygments.lexer import Lexer, RegexLexer, bygroups
 from pygments.lexers import LlvmLexer, PythonLexer, TextLexer
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String,
                             Text, Whitespace)
@@ -107,7 +107,7 @@ class SASSLexer(RegexLexer):
 
 
 def lexer_for_stage(stage: str) -> Lexer:
-    """The lexer that highlights one stage's text ("source", "ttir", "ttgir", "llir", "ptx", "sass")."""
+    """The lexer for one stage's text: "source", "ttir", "ttgir", "llir", "ptx" or "sass"."""
     if stage == "source":
         return PythonLexer()
     if stage in ("ttir", "ttgir") or stage.startswith("pass:"):

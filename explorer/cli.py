@@ -1,0 +1,179 @@
+"""The `tile-explore` command: open the explorer on a kernel file or a saved trace, or run a
+headless mode (`--dump`, `--json`, `compare`).
+
+    tile-explore FILE [--kernel NAME] [--dump DIR] [--json] [--passes STAGE=PIPELINE]...
+                 [--no-gpu] [-- script args]
+    tile-explore --trace trace.json
+    tile-explore compare FILE --pipeline A --pipeline B [--stage ttgir] [-- script args]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+from compiler.trace import load_traces
+from explorer.metrics import format_table, metric_rows, trace_metrics
+from explorer.runner import CompilerMissing, recompile, require, run_file, set_pipeline_overrides
+
+
+def _split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    return argv, []
+
+
+def explore_parser() -> argparse.ArgumentParser:
+    """The parser of the main mode."""
+    parser = argparse.ArgumentParser(
+        prog="tile-explore",
+        description="Explore what the compiler did to the kernels of a Python file.",
+        epilog="Also: tile-explore compare FILE --pipeline A --pipeline B [--stage ttgir]")
+    parser.add_argument("file", nargs="?", help="kernel file to run as __main__ (or a trace .json)")
+    parser.add_argument("--trace", help="open a saved trace.json instead of running a file")
+    parser.add_argument("--kernel", help="only this kernel")
+    parser.add_argument("--dump", metavar="DIR", help="write every stage and pass snapshot, exit")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary, exit")
+    parser.add_argument("--passes", action="append", default=[], metavar="STAGE=PIPELINE",
+                        help="override a stage's pass pipeline (repeatable)")
+    parser.add_argument("--no-gpu", action="store_true", help="run through the interpreter")
+    return parser
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    """The parser of `tile-explore compare`."""
+    parser = argparse.ArgumentParser(prog="tile-explore compare",
+                                     description="Compare two pass pipelines on a file's kernels.")
+    parser.add_argument("file")
+    parser.add_argument("--pipeline", action="append", required=True,
+                        help="a pipeline string (give it twice: A and B)")
+    parser.add_argument("--stage", default="ttgir", choices=("ttir", "ttgir"))
+    parser.add_argument("--no-gpu", action="store_true")
+    return parser
+
+
+def summary(traces: list, messages: list, error: str | None) -> dict:
+    """The `--json` summary: per kernel its specialization, launches, passes and metrics."""
+    kernels = []
+    for trace in traces:
+        kernels.append({
+            "kernel": trace.kernel_name, "specialization": trace.specialization,
+            "launches": [{"grid": list(l.grid), "backend": l.backend, "time_ms": l.time_ms}
+                         for l in trace.launches],
+            "passes": len(trace.passes), "changed_passes": sum(p.changed for p in trace.passes),
+            "failed_passes": [p.name for p in trace.passes if p.error],
+            "stages": [s for s, text in trace.stages.items() if text],
+            "pipelines": {stage: [p.name for p in trace.passes_of(stage)]
+                          for stage in ("ttir", "ttgir", "llir") if trace.passes_of(stage)},
+            "metrics": trace_metrics(trace), "notes": trace.notes,
+        })
+    return {"kernels": kernels, "messages": messages, "error": error}
+
+
+def _dump(traces: list, folder: Path) -> None:
+    """One sub-folder per kernel and a trace.json of all (compiler.dump's layout)."""
+    dump_traces = require("compiler.dump", "dump_traces", "for --dump")
+    dump_traces(traces, folder)
+    print(f"wrote {len(traces)} kernel trace(s) under {folder}")
+
+
+def _open_app(traces, messages, recompiler=None) -> int:
+    from explorer.app import ExplorerApp          # textual only when the app opens
+    ExplorerApp(traces, messages, recompiler=recompiler).run()
+    return 0
+
+
+def explore(argv: list[str]) -> int:
+    """The main mode: run or load, then dump, print JSON, or open the app."""
+    own, script_args = _split_script_args(argv)
+    args = explore_parser().parse_args(own)
+    trace_file = args.trace or (args.file if args.file and args.file.endswith(".json") else None)
+    if trace_file:
+        traces = load_traces(trace_file)
+        if args.kernel:
+            traces = [t for t in traces if t.kernel_name == args.kernel]
+        return _finish(args, traces, [f"opened from {trace_file}"], None, recompiler=recompile)
+    if not args.file:
+        explore_parser().print_usage(sys.stderr)
+        print("tile-explore: give a kernel file or --trace trace.json", file=sys.stderr)
+        return 2
+    if not Path(args.file).is_file():
+        print(f"tile-explore: {args.file}: no such file", file=sys.stderr)
+        return 2
+    set_pipeline_overrides(args.passes)
+    # in headless modes the script's own prints go to stderr, so stdout stays parseable
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        result = run_file(args.file, script_args, no_gpu=args.no_gpu, only_kernel=args.kernel)
+
+    def recompiler(trace, pipelines):
+        return recompile(trace, pipelines, result.kernels.get(trace.kernel_name))
+
+    return _finish(args, result.traces, result.messages, result.error, recompiler)
+
+
+def _finish(args, traces, messages, error, recompiler) -> int:
+    if args.json:
+        print(json.dumps(summary(traces, messages, error), indent=1, default=str))
+        return 1 if error else 0
+    if args.dump:
+        if error:
+            print(error, file=sys.stderr)
+        _dump(traces, Path(args.dump))
+        return 1 if error else 0
+    return _open_app(traces, messages + ([error] if error else []), recompiler)
+
+
+def compare(argv: list[str]) -> int:
+    """`compare`: recompile each kernel with pipelines A and B and print the metrics table."""
+    own, script_args = _split_script_args(argv)
+    args = compare_parser().parse_args(own)
+    if len(args.pipeline) != 2:
+        print("tile-explore compare: give --pipeline exactly twice (A and B)", file=sys.stderr)
+        return 2
+    with contextlib.redirect_stdout(sys.stderr):      # stdout is for the table
+        result = run_file(args.file, script_args, no_gpu=args.no_gpu)
+    if result.error:
+        print(result.error, file=sys.stderr)
+    for message in result.messages:
+        print(f"note: {message}", file=sys.stderr)
+    if not result.traces:
+        print("tile-explore compare: no kernel was compiled", file=sys.stderr)
+        return 1
+    for trace in result.traces:
+        kernel = result.kernels.get(trace.kernel_name)
+        metrics = []
+        for pipeline in args.pipeline:
+            try:
+                compiled = recompile(trace, {args.stage: pipeline}, kernel)
+                metrics.append(trace_metrics(compiled, args.stage))
+            except CompilerMissing:
+                raise
+            except Exception as failure:   # a bad pipeline is reported, the other still runs
+                print(f"{trace.kernel_name}: pipeline {pipeline!r} failed: {failure}",
+                      file=sys.stderr)
+                metrics.append({})
+        print(f"\n{trace.kernel_name}  (A = {args.pipeline[0]!r}, B = {args.pipeline[1]!r})")
+        print(format_table(metric_rows(*metrics), ("metric", "A", "B", "Δ")))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tile-explore` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "compare":
+            return compare(argv[1:])
+        return explore(argv)
+    except CompilerMissing as missing:
+        print(f"tile-explore: {missing}", file=sys.stderr)
+        return 3
+    except ValueError as bad:
+        print(f"tile-explore: {bad}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The explorer's views: one screen or widget per module."""

@@ -1,0 +1,113 @@
+"""Linked panes: the ttgir, its PTX and the Python source side by side. The cursor on a ttgir op
+highlights its PTX line ranges (trace.ttgir_to_ptx) and its Python line (trace.ttgir_op_python);
+on a PTX line, `o` jumps to the ttgir op that produced it."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from compiler.trace import CompileTrace
+from explorer.lexers import lexer_for_stage
+from explorer.views.code_view import CodeView
+
+
+def ptx_to_ttgir(ttgir_to_ptx: dict) -> dict:
+    """Invert the ttgir->PTX map: PTX line -> the ttgir lines whose ranges cover it."""
+    inverse: dict = {}
+    for ttgir_line, ranges in ttgir_to_ptx.items():
+        for first, last in ranges:
+            for line in range(first, last + 1):
+                inverse.setdefault(line, []).append(int(ttgir_line))
+    return {line: sorted(owners) for line, owners in inverse.items()}
+
+
+def python_line(value) -> int | None:
+    """The Python file line of a `ttgir_op_python` entry: an int, or a "file:line:col" text."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        parts = value.rsplit(":", 2)
+        for part in (parts[1:2] if len(parts) == 3 else parts[-1:]):
+            if part.isdigit():
+                return int(part)
+    return None
+
+
+def source_stage_line(trace: CompileTrace, file_line: int | None) -> int | None:
+    """Where a Python file line sits in the trace's `source` stage, which holds the kernel's
+    text starting at `trace.source_line` (the whole file when source_line is 0 or 1)."""
+    if file_line is None:
+        return None
+    first = trace.source_line or 1
+    line = file_line - first + 1
+    return line if 1 <= line <= len(trace.stages.get("source", "").splitlines()) else None
+
+
+def expand_ranges(ranges: list) -> set[int]:
+    """All lines in a list of [first, last] ranges."""
+    return {line for first, last in ranges for line in range(first, last + 1)}
+
+
+class LinkedView(Vertical):
+    """ttgir | PTX on top, the Python source below; the panes follow each other's cursor."""
+
+    BINDINGS = [Binding("o", "jump", "Jump to op")]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.trace: CompileTrace | None = None
+        self.inverse: dict = {}
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="linked-top"):
+            yield CodeView(id="linked-ttgir")
+            yield CodeView(id="linked-ptx")
+        yield CodeView(id="linked-python")
+        yield Static(id="linked-status")
+
+    def show_trace(self, trace: CompileTrace) -> None:
+        """Load the three texts and the maps of a trace."""
+        self.trace = trace
+        self.inverse = ptx_to_ttgir(trace.ttgir_to_ptx)
+        for stage, widget_id in (("ttgir", "#linked-ttgir"), ("ptx", "#linked-ptx"),
+                                 ("source", "#linked-python")):
+            self.query_one(widget_id, CodeView).set_text(trace.stages.get(stage, ""),
+                                                         lexer_for_stage(stage))
+        if not trace.ttgir_to_ptx:
+            self.query_one("#linked-status", Static).update(
+                "this trace has no ttgir→PTX map (the backend did not record one)")
+
+    def on_code_view_cursor_moved(self, event: CodeView.CursorMoved) -> None:
+        event.stop()
+        if self.trace is None:
+            return
+        if event.view.id == "linked-ttgir":
+            self.link_from_ttgir(event.line)
+        elif event.view.id == "linked-ptx":
+            owners = self.inverse.get(event.line, [])
+            self.query_one("#linked-ttgir", CodeView).set_linked(owners)
+            self.query_one("#linked-status", Static).update(
+                f"PTX line {event.line} ← ttgir line(s) {', '.join(map(str, owners))} · o: jump"
+                if owners else f"PTX line {event.line}: no ttgir op recorded for it")
+
+    def link_from_ttgir(self, line: int) -> None:
+        """Highlight the PTX ranges and the Python line of the ttgir op on `line`."""
+        ranges = self.trace.ttgir_to_ptx.get(str(line), [])
+        self.query_one("#linked-ptx", CodeView).set_linked(expand_ranges(ranges))
+        file_line = python_line(self.trace.ttgir_op_python.get(str(line)))
+        shown = source_stage_line(self.trace, file_line)
+        self.query_one("#linked-python", CodeView).set_linked([shown] if shown else [])
+        where = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges) or "none"
+        self.query_one("#linked-status", Static).update(
+            f"ttgir line {line} → PTX {where}"
+            + (f" · Python line {file_line}" if file_line else ""))
+
+    def action_jump(self) -> None:
+        ptx = self.query_one("#linked-ptx", CodeView)
+        owners = self.inverse.get(ptx.cursor, [])
+        if owners:
+            ttgir = self.query_one("#linked-ttgir", CodeView)
+            ttgir.cursor = owners[0]
+            ttgir.focus()

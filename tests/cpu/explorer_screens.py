@@ -1,0 +1,100 @@
+"""The explorer's main screens, each reached by a few key presses from a fresh app; used by the
+SVG snapshot tests and, run as a script, to export the README screenshots:
+
+    python tests/cpu/explorer_screens.py docs/screenshots
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from explorer_fixture import reference_trace  # noqa: E402
+
+from explorer.app import ExplorerApp  # noqa: E402
+from explorer.views.code_view import CodeView  # noqa: E402
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+async def _kernels(app, pilot):
+    await pilot.pause()
+
+
+async def _stages(app, pilot):
+    await pilot.press("enter")
+    await pilot.pause()
+    app.query_one("#stage-code", CodeView).cursor = _line_of(app.trace.stages["ttgir"], "tt.load")
+
+
+async def _passes(app, pilot):
+    await pilot.press("3", "h")
+    for _ in range(5):          # tritongpu-coalesce: where convert_layouts appear
+        await pilot.press("down")
+
+
+async def _diff(app, pilot):
+    await _passes(app, pilot)
+    await pilot.press("enter")
+
+
+async def _layouts(app, pilot):
+    await pilot.press("4")
+    app.query_one("#layout-code", CodeView).cursor = _line_of(app.trace.stages["ttgir"],
+                                                              "%x_5 = tt.load")
+
+
+async def _linked(app, pilot):
+    await pilot.press("5")
+    app.query_one("#linked-ttgir", CodeView).cursor = _line_of(app.trace.stages["ttgir"],
+                                                               "%x_0 = arith.cmpi")
+
+
+async def _pipeline(app, pilot):
+    await pilot.press("6", "down", "space")
+
+
+async def _timings(app, pilot):
+    await pilot.press("7")
+
+
+async def _help(app, pilot):
+    await pilot.press("question_mark")
+
+
+SCREENS = {"kernels": _kernels, "stages": _stages, "passes": _passes, "diff": _diff,
+           "layouts": _layouts, "linked": _linked, "pipeline": _pipeline,
+           "timings": _timings, "help": _help}
+
+
+def make_traces() -> list:
+    """The traces the screenshots show: softmax and add from the reference outputs."""
+    return [reference_trace("softmax"), reference_trace("add")]
+
+
+async def capture(name: str, size: tuple, traces: list) -> str:
+    """The SVG of one screen at a terminal size."""
+    app = ExplorerApp(traces)
+    async with app.run_test(size=size) as pilot:
+        await SCREENS[name](app, pilot)
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        return app.export_screenshot(title=f"tile-explore · {name}")
+
+
+def main(folder: str) -> None:
+    """Export every screen at 160x48 into `folder` (the 80x24 ones are the test snapshots)."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    traces = make_traces()
+    for name in SCREENS:
+        svg = asyncio.run(capture(name, (160, 48), traces))
+        (out / f"{name}.svg").write_text(svg)
+        print(f"wrote {out / f'{name}.svg'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
