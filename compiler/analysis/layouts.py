@@ -1,0 +1,223 @@
+"""Which thread, warp and register holds which element of a tensor in a distributed layout.
+
+Triton's semantics: a blocked layout gives each thread `sizePerThread` contiguous elements,
+`threadsPerWarp` lanes and `warpsPerCTA` warps tile the tensor; when the tensor is larger than
+that CTA tile the tile repeats (more registers per thread), and when it is smaller the
+coordinates wrap, so several threads (or registers) hold the same element. A slice layout is its
+parent with one dimension removed; a dot-operand layout with a blocked parent gives each thread
+the parent's rows (A) or columns (B) and the whole K dimension.
+
+Register order (used by the lowering for every tensor): within a thread, the `sizePerThread`
+elements first, dims fastest-varying first (`order`), then the repetitions of the CTA tile, again
+`order` first. Everything here assumes power-of-two sizes, as Triton does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
+
+WARP_SIZE = 32
+
+
+@dataclass(frozen=True)
+class RegisterSlot:
+    """One register of a thread: for each dim of the (root blocked) layout, the index inside
+    `sizePerThread` and the repetition index of the CTA tile."""
+
+    spt_index: tuple
+    rep_index: tuple
+
+
+def _product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _split_index(index: int, sizes: tuple, order: tuple) -> list:
+    """Split a flat index into per-dim digits, `order[0]` varying fastest."""
+    digits = [0] * len(sizes)
+    for dim in order:
+        digits[dim] = index % sizes[dim]
+        index //= sizes[dim]
+    return digits
+
+
+def repetitions(layout: BlockedEncoding, shape: tuple) -> tuple:
+    """How many times the CTA tile repeats along each dim (at least 1)."""
+    tile = layout.shape_per_cta_tile()
+    return tuple(max(1, s // t) for s, t in zip(shape, tile))
+
+
+@lru_cache(maxsize=None)
+def _blocked_slots(layout: BlockedEncoding, shape: tuple) -> tuple:
+    reps = repetitions(layout, shape)
+    spt = layout.size_per_thread
+    slots = []
+    for rep in range(_product(reps)):
+        rep_index = tuple(_split_index(rep, reps, layout.order))
+        for inner in range(_product(spt)):
+            slots.append(RegisterSlot(tuple(_split_index(inner, spt, layout.order)), rep_index))
+    return tuple(slots)
+
+
+def register_slots(layout, shape: tuple) -> tuple:
+    """The registers of one thread, in register order, as `RegisterSlot`s of the root layout.
+
+    For a slice layout these are the parent's registers whose position along the sliced dim is
+    0 (the others hold the same element again); the slots keep the parent's rank.
+    """
+    if isinstance(layout, BlockedEncoding):
+        return _blocked_slots(layout, tuple(shape))
+    if isinstance(layout, SliceEncoding):
+        parent_shape = parent_shape_of(layout, shape)
+        return tuple(s for s in register_slots(layout.parent, parent_shape)
+                     if s.spt_index[layout.dim] == 0 and s.rep_index[layout.dim] == 0)
+    if isinstance(layout, DotOperandEncoding):
+        return _dot_operand_slots(layout, tuple(shape))
+    raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
+
+
+def parent_shape_of(layout: SliceEncoding, shape: tuple) -> tuple:
+    """The parent's shape of a sliced tensor: size 1 along the removed dim."""
+    shape = list(shape)
+    shape.insert(layout.dim, 1)
+    return tuple(shape)
+
+
+def root_blocked(layout) -> BlockedEncoding:
+    """The blocked layout at the root of a chain of slice / dot-operand layouts."""
+    while not isinstance(layout, BlockedEncoding):
+        layout = layout.parent
+    return layout
+
+
+def root_dims(layout) -> list:
+    """For each dim of a tensor in `layout`, the dim of the root blocked layout it is."""
+    if isinstance(layout, BlockedEncoding):
+        return list(range(layout.rank))
+    if isinstance(layout, SliceEncoding):
+        dims = root_dims(layout.parent)
+        del dims[layout.dim]
+        return dims
+    if isinstance(layout, DotOperandEncoding):
+        return [0, 1]
+    raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
+
+
+def slot_without(slot: RegisterSlot, dims) -> RegisterSlot:
+    """The slot with its indices along the given root dims set to 0."""
+    spt = tuple(0 if d in dims else v for d, v in enumerate(slot.spt_index))
+    rep = tuple(0 if d in dims else v for d, v in enumerate(slot.rep_index))
+    return RegisterSlot(spt, rep)
+
+
+def elements_per_thread(layout, shape: tuple) -> int:
+    """How many registers (elements, duplicates included) each thread holds."""
+    return len(register_slots(layout, shape))
+
+
+def thread_coords(layout: BlockedEncoding, warp: int, lane: int) -> tuple:
+    """Per dim, the (warp, lane) position of a thread in the CTA tile."""
+    lane_digits = _split_index(lane, layout.threads_per_warp, layout.order)
+    warp_digits = _split_index(warp, layout.warps_per_cta, layout.order)
+    return tuple(lane_digits), tuple(warp_digits)
+
+
+def _blocked_coord(layout: BlockedEncoding, shape: tuple, slot: RegisterSlot, warp: int,
+                   lane: int) -> tuple:
+    lanes, warps = thread_coords(layout, warp, lane)
+    tile = layout.shape_per_cta_tile()
+    coords = []
+    for d in range(layout.rank):
+        spt, tpw = layout.size_per_thread[d], layout.threads_per_warp[d]
+        c = slot.rep_index[d] * tile[d] + (warps[d] * tpw + lanes[d]) * spt + slot.spt_index[d]
+        coords.append(c % shape[d])
+    return tuple(coords)
+
+
+def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
+    """The coordinates each register of thread (warp, lane) holds, in register order."""
+    shape = tuple(shape)
+    if isinstance(layout, DotOperandEncoding):
+        return [_dot_operand_coord(layout, shape, slot, warp, lane)
+                for slot in register_slots(layout, shape)]
+    if isinstance(layout, SliceEncoding):
+        parent_shape = parent_shape_of(layout, shape)
+        coords = []
+        for slot in register_slots(layout, shape):
+            c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
+            del c[layout.dim]
+            coords.append(tuple(c))
+        return coords
+    return [_blocked_coord(layout, shape, slot, warp, lane)
+            for slot in register_slots(layout, shape)]
+
+
+def _slot_coord(layout, shape, slot, warp, lane) -> tuple:
+    if isinstance(layout, BlockedEncoding):
+        return _blocked_coord(layout, shape, slot, warp, lane)
+    parent_shape = parent_shape_of(layout, shape)
+    c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
+    del c[layout.dim]
+    return tuple(c)
+
+
+def num_warps_of(layout) -> int:
+    """The number of warps a distributed layout spreads over."""
+    return _product(root_blocked(layout).warps_per_cta)
+
+
+def element_owners(layout, shape: tuple) -> dict:
+    """{coords: [(warp, lane, register), ...]} for every element of the tensor."""
+    owners: dict = {}
+    for warp in range(num_warps_of(layout)):
+        for lane in range(WARP_SIZE):
+            for reg, coords in enumerate(thread_elements(layout, shape, warp, lane)):
+                owners.setdefault(coords, []).append((warp, lane, reg))
+    return owners
+
+
+# ---- dot operands with a blocked parent (the FMA dot) ---------------------------------------------
+def _dot_operand_slots(layout: DotOperandEncoding, shape: tuple) -> tuple:
+    """A: the parent's distinct rows (dim 0) x every k; B: every k x the parent's columns."""
+    parent = layout.parent
+    if not isinstance(parent, BlockedEncoding):
+        raise NotImplementedError("dot operands are supported for blocked parents only")
+    kept = 0 if layout.op_idx == 0 else 1
+    k_dim = 1 - kept
+    k = shape[k_dim]
+    parent_shape = list(shape)
+    parent_shape[k_dim] = 1
+    base = [s for s in _blocked_slots(parent, tuple(parent_shape))
+            if s.spt_index[k_dim] == 0 and s.rep_index[k_dim] == 0]
+    slots = []
+    for s in base:
+        for kk in range(k):
+            spt = list(s.spt_index)
+            spt[k_dim] = kk
+            slots.append(RegisterSlot(tuple(spt), s.rep_index))
+    return tuple(slots)
+
+
+def _dot_operand_coord(layout: DotOperandEncoding, shape, slot, warp, lane) -> tuple:
+    parent = layout.parent
+    kept = 0 if layout.op_idx == 0 else 1
+    k_dim = 1 - kept
+    parent_shape = list(shape)
+    parent_shape[k_dim] = 1
+    base_slot = RegisterSlot(tuple(0 if d == k_dim else v for d, v in enumerate(slot.spt_index)),
+                             slot.rep_index)
+    coords = list(_blocked_coord(parent, tuple(parent_shape), base_slot, warp, lane))
+    coords[k_dim] = slot.spt_index[k_dim]
+    return tuple(coords)
+
+
+def describe(layout, shape: tuple) -> str:
+    """A short human summary: elements per thread and the CTA tile."""
+    root = root_blocked(layout)
+    return (f"{elements_per_thread(layout, shape)} elements/thread, CTA tile "
+            f"{'x'.join(map(str, root.shape_per_cta_tile()))}, warps {num_warps_of(layout)}")

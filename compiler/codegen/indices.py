@@ -1,0 +1,161 @@
+"""LLVM values for "which element does this register of this thread hold": per layout, the
+thread's base coordinate along each dim (computed once, in the kernel prologue) plus a constant
+offset per register, following `compiler.analysis.layouts` exactly."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.analysis import layouts
+from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
+
+from .llvm_helpers import I1, i32
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def blocked_thread_positions(layout: BlockedEncoding) -> list:
+    """Per dim: (lane shift, lane count, warp shift, warp count) in the lane id / warp id."""
+    positions = []
+    lane_shift = {}
+    warp_shift = {}
+    ls = ws = 0
+    for d in layout.order:
+        lane_shift[d], warp_shift[d] = ls, ws
+        ls += _log2(layout.threads_per_warp[d])
+        ws += _log2(layout.warps_per_cta[d])
+    for d in range(layout.rank):
+        positions.append((lane_shift[d], layout.threads_per_warp[d], warp_shift[d],
+                          layout.warps_per_cta[d]))
+    return positions
+
+
+def _k_dim(layout: DotOperandEncoding) -> int:
+    """The K dim of a dot operand: 1 for A (M x K), 0 for B (K x N)."""
+    return 1 if layout.op_idx == 0 else 0
+
+
+class LayoutIndexer:
+    """Builds and caches index values of one kernel; `prologue` is a builder placed in the
+    entry block, so the values dominate every use."""
+
+    def __init__(self, prologue: ir.IRBuilder):
+        self.prologue = prologue
+        self._tid = None
+        self._cache: dict = {}
+
+    @property
+    def tid(self):
+        if self._tid is None:
+            from .llvm_helpers import special_register
+            self._tid = special_register(self.prologue, "tid.x")
+        return self._tid
+
+    def lane(self):
+        return self._cached(("lane",), lambda b: b.and_(self.tid, i32(31)))
+
+    def warp(self):
+        return self._cached(("warp",), lambda b: b.lshr(self.tid, i32(5)))
+
+    def _cached(self, key, make):
+        if key not in self._cache:
+            saved = self.prologue.debug_metadata
+            self._cache[key] = make(self.prologue)
+            self.prologue.debug_metadata = saved
+        return self._cache[key]
+
+    # ---- per-dim thread positions -----------------------------------------------------------
+    def thread_pos(self, layout: BlockedEncoding, dim: int):
+        """warp_d * threadsPerWarp_d + lane_d: the thread's index along `dim` in the CTA tile."""
+        def make(b):
+            lshift, lcount, wshift, wcount = blocked_thread_positions(layout)[dim]
+            lane_d = b.and_(b.lshr(self.lane(), i32(lshift)), i32(lcount - 1))
+            warp_d = b.and_(b.lshr(self.warp(), i32(wshift)), i32(wcount - 1))
+            return b.add(b.mul(warp_d, i32(lcount)), lane_d)
+        return self._cached(("pos", layout, dim), make)
+
+    def thread_base(self, layout: BlockedEncoding, shape: tuple, dim: int):
+        """(thread position * sizePerThread) mod shape along `dim`."""
+        def make(b):
+            spt = layout.size_per_thread[dim]
+            base = b.mul(self.thread_pos(layout, dim), i32(spt))
+            return b.and_(base, i32(shape[dim] - 1))
+        return self._cached(("base", layout, tuple(shape), dim), make)
+
+    # ---- coordinates of every register --------------------------------------------------------
+    def coords(self, builder: ir.IRBuilder, layout, shape: tuple) -> list:
+        """For each register of the thread, a list of i32 values (one per dim) of its element."""
+        shape = tuple(shape)
+        root, root_shape, keep = self._root(layout, shape)
+        tile = root.shape_per_cta_tile()
+        out = []
+        for slot in layouts.register_slots(layout, shape):
+            coord = []
+            for d in keep:
+                if isinstance(layout, DotOperandEncoding) and d == _k_dim(layout):
+                    coord.append(i32(slot.spt_index[d]))
+                    continue
+                offset = (slot.rep_index[d] * tile[d] + slot.spt_index[d]) % root_shape[d]
+                base = self.thread_base(root, root_shape, d)
+                coord.append(builder.add(base, i32(offset)) if offset else base)
+            out.append(coord)
+        return out
+
+    def _root(self, layout, shape):
+        """The root blocked layout, its shape and which of its dims this tensor keeps."""
+        if isinstance(layout, BlockedEncoding):
+            return layout, shape, list(range(layout.rank))
+        if isinstance(layout, SliceEncoding):
+            root, root_shape, keep = self._root(layout.parent, layouts.parent_shape_of(layout, shape))
+            removed = keep[layout.dim]
+            return root, root_shape, [d for d in keep if d != removed]
+        if isinstance(layout, DotOperandEncoding):
+            k_dim = _k_dim(layout)
+            parent_shape = list(shape)
+            parent_shape[k_dim] = 1
+            return layout.parent, tuple(parent_shape), [0, 1]
+        raise NotImplementedError(f"layout {layout} is not supported by the lowering yet")
+
+    # ---- which thread owns duplicated elements ----------------------------------------------
+    def unique_owner(self, layout, shape: tuple):
+        """An i1 that is true in exactly one of the threads holding each element (None when no
+        two threads share an element), so duplicated elements are stored once."""
+        shape = tuple(shape)
+        root, root_shape, keep = self._root(layout, shape)
+        key = ("owner", layout, shape)
+        if key in self._cache:
+            return self._cache[key]
+        conditions = []
+        for d in range(root.rank):
+            spt = root.size_per_thread[d]
+            threads = root.threads_per_warp[d] * root.warps_per_cta[d]
+            limit = 1 if d not in keep else max(1, root_shape[d] // spt)
+            if limit < threads:
+                conditions.append((d, limit))
+        if not conditions:
+            self._cache[key] = None
+            return None
+
+        def make(b):
+            pred = None
+            for d, limit in conditions:
+                c = b.icmp_unsigned("<", self.thread_pos(root, d), i32(limit))
+                pred = c if pred is None else b.and_(pred, c)
+            return pred
+        return self._cached(key, make)
+
+    def unique_registers(self, layout, shape: tuple) -> list:
+        """Register indices holding an element no earlier register of the thread holds."""
+        seen = set()
+        keep = []
+        for reg, coords in enumerate(layouts.thread_elements(layout, shape, 0, 0)):
+            if coords not in seen:
+                seen.add(coords)
+                keep.append(reg)
+        return keep
+
+
+def is_true(value) -> bool:
+    """Whether an LLVM value is the constant `true`."""
+    return isinstance(value, ir.Constant) and value.type == I1 and bool(value.constant)

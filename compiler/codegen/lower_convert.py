@@ -1,0 +1,176 @@
+"""Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which reuse the same
+shared-memory exchange), plus the explicit shared-memory ops `ttg.local_alloc/load/store`.
+
+The exchange writes every register to shared memory at the element's row-major offset, waits at a
+barrier, and reads back the elements the new layout gives each thread (a barrier first, too, so
+earlier users of the scratch area are done). Correct for any pair of distributed layouts; not yet
+the swizzled, vectorized path Triton takes.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.analysis import layouts
+from compiler.ir.types import TensorType
+
+from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
+                           to_memory)
+from .registry import lowers
+
+
+def row_major_strides(shape) -> list:
+    """Element strides of a row-major array of `shape`."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+def flat_offset(builder, coords, shape):
+    """Row-major element offset (i32) of per-dim coordinate values."""
+    offset = None
+    for c, stride in zip(coords, row_major_strides(shape)):
+        term = c if stride == 1 else builder.mul(c, i32(stride))
+        offset = term if offset is None else builder.add(offset, term)
+    return offset if offset is not None else i32(0)
+
+
+def _storable(builder, value):
+    if isinstance(value.type, ir.PointerType):
+        return builder.ptrtoint(value, I64)
+    return to_memory(builder, value)
+
+
+def _loaded(builder, value, ty):
+    if isinstance(ty, ir.PointerType):
+        return builder.inttoptr(value, ty)
+    return from_memory(builder, value, ty)
+
+
+def shared_store(ctx, base, offset, value) -> None:
+    """Store a register value at element `offset` of a shared array of its memory type."""
+    b = ctx.builder
+    v = _storable(b, value)
+    ptr = b.gep(base, [offset], source_etype=v.type)
+    b.store(v, ptr)
+
+
+def shared_load(ctx, base, offset, ty):
+    """Load an element of register type `ty` from element `offset` of a shared array."""
+    b = ctx.builder
+    mem_ty = I64 if isinstance(ty, ir.PointerType) else memory_type(ty)
+    ptr = b.gep(base, [offset], source_etype=mem_ty)
+    return _loaded(b, b.load(ptr, typ=mem_ty), ty)
+
+
+def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords_to_src=None):
+    """Registers of `src_type`'s layout -> registers of `dst_type`'s layout via shared memory.
+
+    `dst_coords_to_src(builder, coords) -> coords` maps a destination element to the source
+    element it takes (identity for convert_layout; a permutation for trans; a re-flattening for
+    reshape)."""
+    b = ctx.builder
+    ty = values[0].type
+    nbytes = src_type.numel * max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1)
+    base = ctx.scratch(nbytes)
+    src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
+    barrier(b)
+    for reg in ctx.indexer.unique_registers(src_type.encoding, src_type.shape):
+        shared_store(ctx, base, flat_offset(b, src_coords[reg], src_type.shape), values[reg])
+    barrier(b)
+    out = []
+    for coords in ctx.indexer.coords(b, dst_type.encoding, dst_type.shape):
+        if dst_coords_to_src is not None:
+            coords = dst_coords_to_src(b, coords)
+        out.append(shared_load(ctx, base, flat_offset(b, coords, src_type.shape), ty))
+    return out
+
+
+def same_distribution(a, b, shape) -> bool:
+    """Whether two layouts put every element in the same thread and register."""
+    if a == b:
+        return True
+    try:
+        warps = layouts.num_warps_of(a)
+        if warps != layouts.num_warps_of(b):
+            return False
+        return all(layouts.thread_elements(a, shape, w, lane) ==
+                   layouts.thread_elements(b, shape, w, lane)
+                   for w in range(warps) for lane in range(32))
+    except NotImplementedError:
+        return False
+
+
+@lowers("ttg.convert_layout")
+def lower_convert_layout(ctx, op):
+    """`ttg.convert_layout`: free when both layouts distribute elements alike, else through
+    shared memory."""
+    src, dst = op.operands[0].type, op.results[0].type
+    values = ctx.get(op.operands[0])
+    if not isinstance(src, TensorType):
+        ctx.set(op.results[0], values)
+        return
+    if same_distribution(src.encoding, dst.encoding, src.shape):
+        ctx.set(op.results[0], list(values))
+        return
+    ctx.set(op.results[0], exchange(ctx, values, src, dst))
+
+
+# ---- explicit shared memory buffers --------------------------------------------------------------
+def write_row_major(ctx, base, value_type, values) -> None:
+    """Store a tensor's registers (each element once) row-major at a shared pointer."""
+    b = ctx.builder
+    coords = ctx.indexer.coords(b, value_type.encoding, value_type.shape)
+    for reg in ctx.indexer.unique_registers(value_type.encoding, value_type.shape):
+        shared_store(ctx, base, flat_offset(b, coords[reg], value_type.shape), values[reg])
+
+
+@lowers("ttg.local_alloc")
+def lower_local_alloc(ctx, op):
+    """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
+    from registers when an initial value is given."""
+    base = ctx.local_buffer(op)
+    ctx.set(op.results[0], [base])
+    if op.operands:
+        barrier(ctx.builder)
+        write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]))
+        barrier(ctx.builder)
+
+
+@lowers("ttg.local_store")
+def lower_local_store(ctx, op):
+    """`ttg.local_store`: registers into a shared buffer (barriers on both sides)."""
+    value, buf = op.operands
+    barrier(ctx.builder)
+    write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value))
+    barrier(ctx.builder)
+
+
+@lowers("ttg.local_load")
+def lower_local_load(ctx, op):
+    """`ttg.local_load`: a shared buffer into registers of the result's layout. When only
+    tt.dot ops use the result, no registers are made: the dot reads the buffer itself."""
+    buf = op.operands[0]
+    t = op.results[0].type
+    base = ctx.get(buf)[0]
+    users = op.results[0].users()
+    if users and all(u.name == "tt.dot" for u in users):
+        ctx.shared_sources[id(op.results[0])] = base
+        ctx.set(op.results[0], [])
+        return
+    ty = llvm_type(t)
+    b = ctx.builder
+    ctx.set(op.results[0], [shared_load(ctx, base, flat_offset(b, c, t.shape), ty)
+                            for c in ctx.indexer.coords(b, t.encoding, t.shape)])
+
+
+@lowers("ttg.local_dealloc")
+def lower_local_dealloc(ctx, op):
+    """`ttg.local_dealloc`: nothing to emit (offsets are static)."""
+
+
+@lowers("gpu.barrier")
+def lower_barrier(ctx, op):
+    """`gpu.barrier`: bar.sync 0."""
+    barrier(ctx.builder)
+

@@ -1,0 +1,339 @@
+"""Lowering of elementwise ops (arith, math, a few tt ops): one LLVM instruction (or intrinsic)
+per register. Fast fp32 math follows Triton's defaults: exp/log through ex2.approx/lg2.approx
+with the multiply by log2(e) / ln(2), `/` as div.full.f32, sqrt as sqrt.approx.ftz.f32."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.ir.attributes import DenseAttr
+
+from .llvm_helpers import F32, call_intrinsic, inline_ptx, llvm_type, type_bits
+from .lowering import LoweringError
+from .registry import lowers
+
+CONTRACT = ("contract",)   # let LLVM fuse mul+add into fma, as Triton's fp-fusion default does
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+def _map(ctx, op, fn) -> None:
+    """Apply `fn(builder, *scalars)` register by register and record the result."""
+    lists = [ctx.get(v) for v in op.operands]
+    b = ctx.builder
+    ctx.set(op.results[0], [fn(b, *vals) for vals in zip(*lists)])
+
+
+def _register_count(ctx, value) -> int:
+    from compiler.analysis.layouts import elements_per_thread
+    t = value.type
+    if getattr(t, "encoding", None) is None:
+        return 1
+    return elements_per_thread(t.encoding, t.shape)
+
+
+@lowers("arith.constant")
+def lower_constant(ctx, op):
+    attr = op.attributes["value"]
+    res = op.results[0]
+    ty = llvm_type(res.type)
+    value = attr.value
+    if isinstance(ty, ir.IntType):
+        value = int(value) & ((1 << ty.width) - 1) if ty.width > 1 else int(bool(value))
+    c = ir.Constant(ty, value)
+    count = _register_count(ctx, res) if isinstance(attr, DenseAttr) else 1
+    ctx.set(res, [c] * count)
+
+
+# ---- integer ---------------------------------------------------------------------------------
+def _ceildivsi(b, x, y):
+    q = b.sdiv(x, y)
+    r = b.srem(x, y)
+    zero = ir.Constant(x.type, 0)
+    nonzero = b.icmp_signed("!=", r, zero)
+    same_sign = b.icmp_signed("==", b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero))
+    bump = b.zext(b.and_(nonzero, same_sign), x.type)
+    return b.add(q, bump)
+
+
+def _mulhiui(b, x, y):
+    wide = ir.IntType(x.type.width * 2)
+    product = b.mul(b.zext(x, wide), b.zext(y, wide))
+    return b.trunc(b.lshr(product, ir.Constant(wide, x.type.width)), x.type)
+
+
+def _minmax(pred, signed):
+    def emit(b, x, y):
+        cmp = b.icmp_signed(pred, x, y) if signed else b.icmp_unsigned(pred, x, y)
+        return b.select(cmp, x, y)
+    return emit
+
+
+INT_BINARY = {
+    "addi": lambda b, x, y: b.add(x, y),
+    "subi": lambda b, x, y: b.sub(x, y),
+    "muli": lambda b, x, y: b.mul(x, y),
+    "divsi": lambda b, x, y: b.sdiv(x, y),
+    "divui": lambda b, x, y: b.udiv(x, y),
+    "remsi": lambda b, x, y: b.srem(x, y),
+    "remui": lambda b, x, y: b.urem(x, y),
+    "andi": lambda b, x, y: b.and_(x, y),
+    "ori": lambda b, x, y: b.or_(x, y),
+    "xori": lambda b, x, y: b.xor(x, y),
+    "shli": lambda b, x, y: b.shl(x, y),
+    "shrsi": lambda b, x, y: b.ashr(x, y),
+    "shrui": lambda b, x, y: b.lshr(x, y),
+    "maxsi": _minmax(">", True),
+    "minsi": _minmax("<", True),
+    "maxui": _minmax(">", False),
+    "minui": _minmax("<", False),
+    "ceildivsi": _ceildivsi,
+    "mulhiui": _mulhiui,
+}
+
+
+def _register_int_binary(name, fn):
+    @lowers(f"arith.{name}")
+    def lower(ctx, op):
+        _map(ctx, op, fn)
+    lower.__doc__ = f"`arith.{name}` register by register."
+    return lower
+
+
+for _name, _fn in INT_BINARY.items():
+    _register_int_binary(_name, _fn)
+
+
+@lowers("tt.mulhiui")
+def lower_tt_mulhiui(ctx, op):
+    """`tt.mulhiui`: the high half of an unsigned product."""
+    _map(ctx, op, _mulhiui)
+
+
+@lowers("math.absi")
+def lower_absi(ctx, op):
+    """`math.absi`: select(x < 0, -x, x)."""
+    def emit(b, x):
+        zero = ir.Constant(x.type, 0)
+        return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x)
+    _map(ctx, op, emit)
+
+
+# ---- float -------------------------------------------------------------------------------------
+def _via_f32(emit32, emit64=None):
+    """Compute a float function in f32 for f16/bf16 operands; f64 needs its own `emit64`."""
+    def emit(b, *xs):
+        ty = xs[0].type
+        if ty == F32:
+            return emit32(b, *xs)
+        if type_bits(ty) == 16:
+            wide = [b.fpext(x, F32) for x in xs]
+            return b.fptrunc(emit32(b, *wide), ty)
+        if emit64 is not None:
+            return emit64(b, *xs)
+        raise LoweringError(f"this math function supports f16, bf16 and f32, not {ty} "
+                            f"(there is no libdevice here for double precision)")
+    return emit
+
+
+def _sqrt64(b, x):
+    return call_intrinsic(b, "llvm.sqrt.f64", x.type, [x])
+
+
+def _rsqrt64(b, x):
+    return b.fdiv(ir.Constant(x.type, 1.0), _sqrt64(b, x))
+
+
+def _intrinsic_f(name):
+    return lambda b, *xs: call_intrinsic(b, name, xs[0].type, list(xs))
+
+
+def _llvm_math(name):
+    """A generic LLVM math intrinsic such as llvm.fabs (suffixed with the type)."""
+    def emit(b, *xs):
+        suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(xs[0].type)]
+        return call_intrinsic(b, f"llvm.{name}.{suffix}", xs[0].type, list(xs))
+    return emit
+
+
+def _ex2(b, x):
+    return call_intrinsic(b, "llvm.nvvm.ex2.approx.f", F32, [x])
+
+
+def _lg2(b, x):
+    return call_intrinsic(b, "llvm.nvvm.lg2.approx.f", F32, [x])
+
+
+def _exp32(b, x):
+    return _ex2(b, b.fmul(x, ir.Constant(F32, LOG2E), flags=CONTRACT))
+
+
+def _log32(b, x):
+    return b.fmul(_lg2(b, x), ir.Constant(F32, LN2), flags=CONTRACT)
+
+
+def _divf(b, x, y):
+    if x.type == F32:
+        return call_intrinsic(b, "llvm.nvvm.div.full", F32, [x, y])
+    return b.fdiv(x, y)
+
+
+def _tanh32(b, x):
+    """`tanh.approx.f32` (sm_75+; LLVM has no NVVM intrinsic for it)."""
+    return inline_ptx(b, F32, "tanh.approx.f32 $0, $1;", "=f,f", [x], side_effect=False)
+
+
+def _expm1_32(b, x):
+    return b.fsub(_exp32(b, x), ir.Constant(F32, 1.0))
+
+
+def _log1p32(b, x):
+    return _log32(b, b.fadd(x, ir.Constant(F32, 1.0)))
+
+
+def _tan32(b, x):
+    s = call_intrinsic(b, "llvm.nvvm.sin.approx.f", F32, [x])
+    c = call_intrinsic(b, "llvm.nvvm.cos.approx.f", F32, [x])
+    return call_intrinsic(b, "llvm.nvvm.div.full", F32, [s, c])
+
+
+def _erf32(b, x):
+    """erf via Abramowitz-Stegun 7.1.26 (absolute error < 1.5e-7)."""
+    one = ir.Constant(F32, 1.0)
+    ax = call_intrinsic(b, "llvm.fabs.f32", F32, [x])
+    t = call_intrinsic(b, "llvm.nvvm.div.full", F32,
+                       [one, b.fadd(one, b.fmul(ir.Constant(F32, 0.3275911), ax))])
+    poly = ir.Constant(F32, 1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly = b.fadd(b.fmul(poly, t), ir.Constant(F32, c))
+    poly = b.fmul(poly, t)
+    e = _exp32(b, b.fneg(b.fmul(ax, ax)))
+    y = b.fsub(one, b.fmul(poly, e))
+    return call_intrinsic(b, "llvm.copysign.f32", F32, [y, x])
+
+
+FLOAT_BINARY = {
+    "addf": lambda b, x, y: b.fadd(x, y, flags=CONTRACT),
+    "subf": lambda b, x, y: b.fsub(x, y, flags=CONTRACT),
+    "mulf": lambda b, x, y: b.fmul(x, y, flags=CONTRACT),
+    "divf": _divf,
+    "remf": lambda b, x, y: b.frem(x, y),
+    "maxnumf": _llvm_math("maxnum"),
+    "minnumf": _llvm_math("minnum"),
+    "maximumf": _llvm_math("maximum"),
+    "minimumf": _llvm_math("minimum"),
+}
+
+MATH_UNARY = {
+    "exp": _via_f32(_exp32),
+    "exp2": _via_f32(_ex2),
+    "log": _via_f32(_log32),
+    "log2": _via_f32(_lg2),
+    "sqrt": _via_f32(_intrinsic_f("llvm.nvvm.sqrt.approx.ftz.f"), _sqrt64),
+    "rsqrt": _via_f32(_intrinsic_f("llvm.nvvm.rsqrt.approx.ftz.f"), _rsqrt64),
+    "sin": _via_f32(_intrinsic_f("llvm.nvvm.sin.approx.f")),
+    "cos": _via_f32(_intrinsic_f("llvm.nvvm.cos.approx.f")),
+    "tanh": _via_f32(_tanh32),
+    "expm1": _via_f32(_expm1_32),
+    "log1p": _via_f32(_log1p32),
+    "tan": _via_f32(_tan32),
+    "erf": _via_f32(_erf32),
+    "absf": _llvm_math("fabs"),
+    "floor": _llvm_math("floor"),
+    "ceil": _llvm_math("ceil"),
+    "trunc": _llvm_math("trunc"),
+    "round": _llvm_math("round"),
+}
+
+
+def _register_map(op_name, fn):
+    @lowers(op_name)
+    def lower(ctx, op):
+        _map(ctx, op, fn)
+    lower.__doc__ = f"`{op_name}` register by register."
+    return lower
+
+
+for _name, _fn in FLOAT_BINARY.items():
+    _register_map(f"arith.{_name}", _fn)
+for _name, _fn in MATH_UNARY.items():
+    _register_map(f"math.{_name}", _fn)
+_register_map("arith.negf", lambda b, x: b.fneg(x))
+_register_map("math.fma", _llvm_math("fma"))
+_register_map("tt.precise_sqrt", _via_f32(_intrinsic_f("llvm.nvvm.sqrt.rn.f"), _sqrt64))
+_register_map("tt.precise_divf", _via_f32(_intrinsic_f("llvm.nvvm.div.rn.f"),
+                                          lambda b, x, y: b.fdiv(x, y)))
+
+
+# ---- comparisons and select ----------------------------------------------------------------------
+INT_PREDICATES = {"eq": ("==", True), "ne": ("!=", True), "slt": ("<", True),
+                  "sle": ("<=", True), "sgt": (">", True), "sge": (">=", True),
+                  "ult": ("<", False), "ule": ("<=", False), "ugt": (">", False),
+                  "uge": (">=", False)}
+FLOAT_PREDICATES = {"oeq": ("==", True), "ogt": (">", True), "oge": (">=", True),
+                    "olt": ("<", True), "ole": ("<=", True), "one": ("!=", True),
+                    "ord": ("ord", True), "ueq": ("==", False), "ugt": (">", False),
+                    "uge": (">=", False), "ult": ("<", False), "ule": ("<=", False),
+                    "une": ("!=", False), "uno": ("uno", False)}
+
+
+@lowers("arith.cmpi")
+def lower_cmpi(ctx, op):
+    """`arith.cmpi`: icmp with the signedness of the predicate."""
+    pred, signed = INT_PREDICATES[op.attributes["predicate"].value]
+
+    def emit(b, x, y):
+        return b.icmp_signed(pred, x, y) if signed else b.icmp_unsigned(pred, x, y)
+    _map(ctx, op, emit)
+
+
+@lowers("arith.cmpf")
+def lower_cmpf(ctx, op):
+    """`arith.cmpf`: fcmp, ordered or unordered as the predicate says."""
+    name = op.attributes["predicate"].value
+    if name in ("false", "true"):
+        count = len(ctx.get(op.operands[0]))
+        ctx.set(op.results[0], [ir.Constant(ir.IntType(1), int(name == "true"))] * count)
+        return
+    pred, ordered = FLOAT_PREDICATES[name]
+
+    def emit(b, x, y):
+        return b.fcmp_ordered(pred, x, y) if ordered else b.fcmp_unordered(pred, x, y)
+    _map(ctx, op, emit)
+
+
+@lowers("arith.select")
+def lower_select(ctx, op):
+    """`arith.select` register by register (a scalar condition applies to every register)."""
+    c, x, y = (ctx.get(v) for v in op.operands)
+    if len(c) == 1 and len(x) > 1:
+        c = c * len(x)
+    b = ctx.builder
+    ctx.set(op.results[0], [b.select(ci, xi, yi) for ci, xi, yi in zip(c, x, y)])
+
+
+# ---- casts -------------------------------------------------------------------------------------
+def _cast(kind):
+    def lower(ctx, op):
+        to = llvm_type(op.results[0].type)
+        b = ctx.builder
+
+        def emit(bb, x):
+            if kind == "index_cast":
+                if x.type.width == to.width:
+                    return x
+                return bb.sext(x, to) if x.type.width < to.width else bb.trunc(x, to)
+            if kind == "bitcast" and x.type == to:
+                return x
+            return getattr(bb, kind)(x, to)
+        ctx.set(op.results[0], [emit(b, x) for x in ctx.get(op.operands[0])])
+    return lower
+
+
+for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf": "fpext",
+                     "truncf": "fptrunc", "sitofp": "sitofp", "uitofp": "uitofp",
+                     "fptosi": "fptosi", "fptoui": "fptoui", "bitcast": "bitcast",
+                     "index_cast": "index_cast"}.items():
+    lowers(f"arith.{_name}")(_cast(_kind))
+lowers("tt.bitcast")(_cast("bitcast"))
+lowers("tt.int_to_ptr")(_cast("inttoptr"))
+lowers("tt.ptr_to_int")(_cast("ptrtoint"))

@@ -1,0 +1,254 @@
+"""ttgir -> LLVM IR (llvmlite.ir): the kernel ABI, the lowering context and the op walk.
+
+A distributed tensor becomes a Python list of per-register LLVM values, in the register order of
+`compiler.analysis.layouts`; a scalar is a list of one value. Each op is lowered by the function
+registered for its name in `compiler.codegen.registry`, with the builder's debug location set to
+the op's line in the printed ttgir, so PTX `.loc`s point back at ttgir ops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+import compiler.dialects.arith  # noqa: F401  (op registration)
+import compiler.dialects.math  # noqa: F401
+import compiler.dialects.scf  # noqa: F401
+import compiler.dialects.tt  # noqa: F401
+import compiler.dialects.ttg  # noqa: F401
+from compiler.ir.core import Module, Operation, Region, Value
+from compiler.ir.types import PointerType, TensorType, shape_of
+
+from . import vector_width as vw
+from .debuginfo import DebugInfo, op_lines, python_location
+from .indices import LayoutIndexer
+from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
+from .registry import lowering_for
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+
+PARENT_HANDLED_TERMINATORS = {"scf.yield", "scf.condition", "tt.reduce.return",
+                              "tt.scan.return"}
+
+
+class LoweringError(Exception):
+    """An op the lowering cannot handle; the message names the op and its ttgir line."""
+
+
+@dataclass
+class LoweredKernel:
+    """The result of lowering one kernel: LLVM IR text and what the launcher needs to know."""
+
+    name: str
+    llvm_ir: str
+    num_warps: int
+    shared_bytes: int
+    arg_kinds: list                      # per kernel argument: "ptr<f32>", "i32", "f32", ...
+    ttgir: str                           # the ttgir text the debug locations point into
+    ttgir_file: str                      # its file name as written in the PTX `.file`
+    op_python: dict = field(default_factory=dict)   # ttgir line -> "file:line:col"
+    threads_per_warp: int = 32
+    llvm_module: object = field(default=None, repr=False, compare=False)  # llvmlite.ir, unoptimized
+
+
+@dataclass
+class LoweringOptions:
+    """Options of the lowering: the kernel's ttgir file name and whether to run LLVM's O3."""
+
+    ttgir_file: str | None = None
+    optimize: bool = True
+
+
+class LoweringContext:
+    """State while lowering one function: value map, builder, shared memory, index helpers."""
+
+    def __init__(self, module: ir.Module, func: ir.Function, num_warps: int, debug: DebugInfo,
+                 lines: dict, axis):
+        self.module = module
+        self.func = func
+        self.num_warps = num_warps
+        self.debug = debug
+        self.lines = lines
+        self.axis = axis
+        self.values: dict[int, list] = {}
+        entry = func.append_basic_block("entry")
+        body = func.append_basic_block("body")
+        self.prologue = ir.IRBuilder(entry)
+        self.prologue.position_at_end(entry)
+        terminator = self.prologue.branch(body)
+        self.prologue.position_before(terminator)
+        self.builder = ir.IRBuilder(body)
+        self.indexer = LayoutIndexer(self.prologue)
+        self.shared_bytes = 0
+        self._smem = None
+        self.local_offsets: dict[int, int] = {}
+        self.shared_sources: dict[int, object] = {}   # value -> row-major shared buffer holding it
+        self.scratch_base = 0
+        self.current_op: Operation | None = None
+
+    # ---- values ----------------------------------------------------------------------------
+    def get(self, value: Value) -> list:
+        """The LLVM values (one per register) of an IR value."""
+        try:
+            return self.values[id(value)]
+        except KeyError:
+            raise LoweringError(f"value {value!r} used before it was lowered") from None
+
+    def set(self, value: Value, llvm_values) -> None:
+        """Record the LLVM values of an IR value (a list, or one value for a scalar)."""
+        if not isinstance(llvm_values, list):
+            llvm_values = [llvm_values]
+        self.values[id(value)] = llvm_values
+
+    # ---- shared memory ---------------------------------------------------------------------
+    def shared_base(self):
+        """The `global_smem` array (dynamic shared memory) as an addrspace(3) pointer."""
+        if self._smem is None:
+            self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
+                                           addrspace=3)
+            self._smem.linkage = "external"
+            self._smem.align = 16
+            self._smem.type = SHARED_PTR   # an opaque pointer, so GEPs of any element type work
+        return self._smem
+
+    def plan_local_buffers(self, func_op: Operation) -> None:
+        """Give every `ttg.local_alloc` buffer a fixed offset at the start of shared memory (they
+        may live across other ops); per-op scratch areas come after them."""
+        from math import prod
+
+        from .llvm_helpers import byte_width
+        offset = 0
+        for op in func_op.walk():
+            if op.name == "ttg.local_alloc":
+                t = op.results[0].type
+                self.local_offsets[id(op)] = offset
+                offset += (prod(t.shape) * byte_width(t.element) + 15) // 16 * 16
+        self.scratch_base = offset
+        self.shared_bytes = offset
+
+    def local_buffer(self, op: Operation):
+        """The shared-memory pointer of a `ttg.local_alloc` buffer."""
+        return self._shared_at(self.local_offsets[id(op)])
+
+    def scratch(self, nbytes: int, offset: int = 0):
+        """A pointer `offset` bytes into the scratch area, reserving `offset + nbytes` bytes of
+        it. Users fence the area with barriers: every op may reuse it from its start."""
+        start = self.scratch_base + offset
+        self.shared_bytes = max(self.shared_bytes, start + nbytes)
+        return self._shared_at(start)
+
+    def _shared_at(self, offset: int):
+        base = self.shared_base()
+        if offset:
+            base = self.builder.gep(base, [ir.Constant(ir.IntType(32), offset)], source_etype=I8)
+        return base
+
+    # ---- ops and regions -------------------------------------------------------------------
+    def lower_op(self, op: Operation) -> None:
+        """Emit one op with the debug location of its ttgir line."""
+        fn = lowering_for(op.name)
+        if fn is None:
+            raise LoweringError(f"no lowering for {op.name} (ttgir line "
+                                f"{self.lines.get(id(op), '?')})")
+        saved = (self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata)
+        self.current_op = op
+        line = self.lines.get(id(op))
+        if line is not None:
+            loc = self.debug.location(line)
+            self.builder.debug_metadata = loc
+            self.prologue.debug_metadata = loc
+        try:
+            fn(self, op)
+        finally:
+            # ops nested in a region (a combine function) hand the location back to their parent
+            self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata = saved
+
+    def lower_block(self, block) -> None:
+        """Lower every op of a block except a terminator its parent op reads (scf.yield, ...)."""
+        for op in block.ops:
+            if op.name in PARENT_HANDLED_TERMINATORS:
+                continue
+            self.lower_op(op)
+
+    def lower_region_inline(self, region: Region, args: list) -> list:
+        """Lower a single-block region (a combine function) with scalar `args` and return the
+        LLVM values its terminator yields."""
+        block = region.blocks[0]
+        for arg, value in zip(block.args, args):
+            self.set(arg, [value])
+        self.lower_block(block)
+        return [self.get(v)[0] for v in block.terminator.operands]
+
+
+def _arg_kind(t) -> str:
+    return str(t) if not isinstance(t, PointerType) else f"ptr<{t.pointee}>"
+
+
+def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -> LoweredKernel:
+    """Lower the module's public kernel to LLVM IR text (optimized at O3 unless told not to)."""
+    options = options or LoweringOptions()
+    functions = ttgir_module.functions()
+    kernels = [f for f in functions
+               if getattr(f.attributes.get("sym_visibility"), "value", "public") == "public"]
+    if len(kernels) != 1:
+        raise LoweringError(f"expected exactly one public tt.func (the kernel), found "
+                            f"{len(kernels)}")
+    func_op = kernels[0]
+    name = func_op.attributes["sym_name"].value
+    num_warps_attr = ttgir_module.attributes.get("ttg.num-warps")
+    num_warps = num_warps_attr.value if num_warps_attr is not None else 4
+    ttgir_file = options.ttgir_file or f"{name}.ttgir"
+    text, lines = op_lines(ttgir_module)
+
+    module = ir.Module(name=ttgir_file)
+    module.triple = TRIPLE
+    module.data_layout = DATA_LAYOUT
+    arg_types = [GLOBAL_PTR if isinstance(a.type, PointerType) else llvm_type(a.type)
+                 for a in func_op.body.args]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), name=name)
+    fn.calling_convention = "ptx_kernel"
+    fn.attributes.add("nounwind")
+    debug = DebugInfo(module, ttgir_file, name, lines.get(id(func_op), 1))
+    fn.set_metadata("dbg", debug.subprogram)
+
+    ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op))
+    ctx.plan_local_buffers(func_op)
+    for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
+        llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"
+        ctx.set(block_arg, [llvm_arg])
+    ctx.lower_block(func_op.body)
+    if not ctx.builder.block.is_terminated:
+        ctx.builder.ret_void()
+
+    annotations = module.add_named_metadata("nvvm.annotations")
+    annotations.add(module.add_metadata([fn, "kernel", ir.IntType(32)(1)]))
+    # the launcher always uses exactly num_warps * 32 threads: `.reqntid`, as Triton's PTX has
+    # (it implies the maximum; ptxas refuses .maxntid beside it)
+    annotations.add(module.add_metadata([fn, "reqntidx", ir.IntType(32)(num_warps * 32)]))
+
+    llvm_text = str(module)
+    if options.optimize:
+        from .optimize import optimize_llvm
+        llvm_text = optimize_llvm(llvm_text)
+    op_python = {}
+    for op in ttgir_module.walk():
+        flc = python_location(op)
+        if flc is not None and id(op) in lines:
+            op_python[lines[id(op)]] = f"{flc.file}:{flc.line}:{flc.col}"
+    return LoweredKernel(name=name, llvm_ir=llvm_text, num_warps=num_warps,
+                         shared_bytes=ctx.shared_bytes,
+                         arg_kinds=[_arg_kind(a.type) for a in func_op.body.args],
+                         ttgir=text, ttgir_file=ttgir_file, op_python=op_python,
+                         llvm_module=module)
+
+
+def tensor_shape(value: Value) -> tuple:
+    """The shape of a value's tensor type (`()` for scalars)."""
+    return shape_of(value.type)
+
+
+def layout_of(value: Value):
+    """The layout encoding of a tensor value (None for scalars)."""
+    return value.type.encoding if isinstance(value.type, TensorType) else None

@@ -1,0 +1,16 @@
+"""LLVM optimization of the lowered kernel: O3 through llvmlite's new pass manager."""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from .target import target_machine
+
+
+def optimize_llvm(llvm_text: str, speed_level: int = 3) -> str:
+    """Parse, verify and optimize LLVM IR text (the NVPTX target's pipeline), return the text."""
+    module = llvm.parse_assembly(llvm_text)
+    module.verify()
+    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder.getModulePassManager().run(module, builder)
+    return str(module)
