@@ -61,7 +61,7 @@ class CompileTrace:
     overrides: dict = field(default_factory=dict)        # stage -> file it was replaced by
     ttgir_to_ptx: dict = field(default_factory=dict)     # ttgir line (str) -> [[first, last]]
     python_to_ops: dict = field(default_factory=dict)    # python line (str) -> {stage: [lines]}
-    ttgir_op_python: dict = field(default_factory=dict)  # ttgir line (str) -> python line
+    ttgir_op_python: dict = field(default_factory=dict)  # ttgir line (str) -> "file:line:col"
     launches: list = field(default_factory=list)         # Launch
     notes: list = field(default_factory=list)            # e.g. "ptxas not found: driver JIT"
     schema_version: int = TRACE_SCHEMA_VERSION

@@ -175,11 +175,12 @@ def test_kernel_metadata(reference_dir):
     assert '"nvvm.reqntid"="256"' in kernel.llvm_ir or '!"reqntidx", i32 256' in kernel.llvm_ir
 
 
-def test_unsupported_op_names_the_ttgir_line():
+def test_unsupported_op_names_the_ttgir_line(monkeypatch):
     text = KERNELS["int_ops"]().replace("tt.get_program_id x : i32", "tt.get_program_id x : i32\n"
                                         '    "tt.mystery"() : () -> ()')
     from compiler.ir.core import Operation, OP_REGISTRY
-    OP_REGISTRY.setdefault("tt.mystery", type("MysteryOp", (Operation,), {"name": "tt.mystery"}))
+    monkeypatch.setitem(OP_REGISTRY, "tt.mystery",
+                        type("MysteryOp", (Operation,), {"name": "tt.mystery"}))
     with pytest.raises(LoweringError, match=r"no lowering for tt.mystery \(ttgir line \d+\)"):
         lower_module(parse_module(text))
 

@@ -1,0 +1,1 @@
+"""The kernel families of tests/kernels_zoo.py, one module each."""
