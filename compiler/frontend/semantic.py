@@ -355,6 +355,21 @@ class Semantic:
             a, b = self.cast(a, tl.float32), self.cast(b, tl.float32)
         return self._binary("divf", a, b)
 
+    def precise_divf(self, a, b) -> tensor:
+        """IEEE division rounded to nearest (`tt.precise_divf`, PTX div.rn), not `/`'s
+        faster full-range division."""
+        a, b = self.operands(a, b, div_or_mod=True)
+        if not a.dtype.is_floating():
+            raise SemanticError(f"div_rn needs floating-point operands, got {a.dtype}")
+        return self._new(tt.PreciseDivFOp, [a, b], a.type)
+
+    def precise_sqrt(self, x) -> tensor:
+        """IEEE square root rounded to nearest (`tt.precise_sqrt`, PTX sqrt.rn)."""
+        x = self.to_tensor(x)
+        if not x.dtype.is_floating():
+            raise SemanticError(f"sqrt_rn needs a floating-point operand, got {x.dtype}")
+        return self._new(tt.PreciseSqrtOp, [x], x.type)
+
     def floordiv(self, a, b) -> tensor:
         """`//`: C-like integer division (rounds toward zero), as Triton and the GPU do."""
         a, b = self.operands(a, b, div_or_mod=True)

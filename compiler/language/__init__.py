@@ -14,6 +14,6 @@ from .standard import (  # noqa: F401
     cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, erf, exp, exp2, expand_dims,
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
-    sin, softmax, sqrt, static_assert, static_print, store, sum, trans, view, where, zeros,
-    zeros_like)
+    sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
+    zeros, zeros_like)
 

@@ -344,14 +344,22 @@ def clamp(_sem, x, min, max, propagate_nan=None) -> tensor:
 
 @builtin
 def fdiv(_sem, x, y, ieee_rounding=False) -> tensor:
-    """Floating-point division x / y (arith.divf)."""
+    """Floating-point division x / y: arith.divf, or IEEE-rounded with `ieee_rounding=True`."""
+    if _const(ieee_rounding, "ieee_rounding"):
+        return _sem.precise_divf(x, y)
     return _sem.truediv(x, y)
 
 
 @builtin
 def div_rn(_sem, x, y) -> tensor:
-    """Division rounded to nearest (arith.divf, which rounds to nearest)."""
-    return _sem.truediv(x, y)
+    """Division rounded to nearest even, exactly as IEEE 754 says (tt.precise_divf)."""
+    return _sem.precise_divf(x, y)
+
+
+@builtin
+def sqrt_rn(_sem, x) -> tensor:
+    """Square root rounded to nearest even, exactly as IEEE 754 says (tt.precise_sqrt)."""
+    return _sem.precise_sqrt(x)
 
 
 def _host_cdiv(x, div):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .codegen_kernels import KERNELS
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "triton-3.6-h200"
+from tests.conftest import REFERENCE  # noqa: E402  (../shared, or ./carry on the GPU machine)
 
 
 def _cdiv(a, b):

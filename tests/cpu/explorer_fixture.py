@@ -13,7 +13,7 @@ from pathlib import Path
 from compiler.trace import CompileTrace, Launch, PassRecord
 from explorer.metrics import count_ops
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "triton-3.6-h200"
+from tests.conftest import REFERENCE  # noqa: E402  (../shared, or ./carry on the GPU machine)
 KERNEL_FILE = "triton_h200_kernels.py"
 _DUMP_HEADER = re.compile(r"^// -----// IR Dump Before (\S+) \(([\w-]+)\) \('(\S+)' operation")
 _LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
