@@ -9,11 +9,17 @@ pipeline (`compiler.compiler.compile`) for the GPU and for `warmup`, only the fr
 interpreter, unless a recorder wants whole traces. `warmup(*args, grid=..., **kw)` compiles
 without launching and accepts signature strings (`"*fp32"`, `"i32"`) in place of arguments.
 Once compiled, a specialization is not re-checked against later edits of the globals it read.
+
+`kernel[grid]` returns the kernel's *fast launch* bound to `grid` (`fast_launch`): code
+generated for the argument types of an earlier GPU launch that computes the key inline, reads
+each array's address once and launches a cache hit in one Python call plus the launcher's.
+Anything else it hands to `run`, the reference path described above.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import linecache
 import operator
 import os
@@ -23,15 +29,18 @@ from dataclasses import dataclass
 
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
+from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
 from compiler.runtime.specialization import (
     HANDLERS, ASTSource, Specialization, constexpr_entry, def_line, function_key, handler_for,
-    specialize_unspecialized, specialize_without_alignment, split_entries,
+    launch_value, specialize_unspecialized, specialize_without_alignment, split_entries,
 )
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
 #: Keywords that choose how (not what) to launch; they are not part of the cache key.
 LAUNCH_CONTROLS = ("interpret", "stream")
+#: How many times a kernel's fast launch is regenerated for new argument types, at most.
+MAX_FAST_LAUNCHES = 4
 #: Compile options used when a launch does not give them (Triton's defaults).
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
 
@@ -101,26 +110,39 @@ class KernelInterface:
 
 
 class _GpuEntry:
-    """A compiled specialization launched on the GPU."""
+    """A compiled specialization launched on the GPU. `takes_addresses`: its `launch` wants
+    pointers as int device addresses (`specialization.launch_value`), not the arguments as
+    given."""
 
-    __slots__ = ("kernel", "launch", "select", "spec", "trace", "num_warps")
+    __slots__ = ("kernel", "launch", "takes_addresses", "select", "spec", "trace", "num_warps")
 
     def __init__(self, kernel, spec: Specialization, num_warps: int):
         self.kernel = kernel
-        # The loaded kernel's own fast `launch(grid, args, stream)` when it offers one (a
-        # CompiledKernel does, through its launcher): two calls fewer per launch.
+        # The loaded kernel's own fast launch when it offers one (a CompiledKernel does,
+        # through its launcher): two calls fewer per launch, and the one taking addresses
+        # lets the fast launch read each array's address once.
         launcher = getattr(kernel, "launcher", None)
-        self.launch = launcher().launch if callable(launcher) else kernel.launch
+        loaded = launcher() if callable(launcher) else kernel
+        self.launch = getattr(loaded, "launch_addresses", None)
+        self.takes_addresses = self.launch is not None
+        if self.launch is None:
+            self.launch = loaded.launch
         self.select = _selector(spec.runtime_params)
         self.spec = spec
         self.trace = getattr(kernel, "trace", None)
         self.num_warps = num_warps
+
+    def runtime_args(self, bound: tuple) -> tuple:
+        """The arguments `launch` takes, from all bound arguments."""
+        args = self.select(bound)
+        return tuple(map(launch_value, args)) if self.takes_addresses else args
 
 
 class _InterpreterEntry:
     """A specialization run by the ttir interpreter on host arrays."""
 
     __slots__ = ("module", "name", "select", "spec", "trace", "kernel", "num_warps")
+    takes_addresses = False
 
     def __init__(self, module, name: str, spec: Specialization, trace, kernel, num_warps: int):
         self.module = module
@@ -136,6 +158,10 @@ class _InterpreterEntry:
         from compiler.runtime.interpreter import interpret
 
         interpret(self.module, grid, list(args), kernel_name=self.name)
+
+    def runtime_args(self, bound: tuple) -> tuple:
+        """The arguments `launch` takes: the runtime ones among all bound arguments."""
+        return self.select(bound)
 
 
 def _selector(positions: tuple):
@@ -195,6 +221,9 @@ class JITFunction(KernelInterface):
         self._gpu_cache: dict = {}
         self._interp_cache: dict = {}
         self._compiled: dict = {}      # key -> CompiledKernel (full compiles, incl. warmup)
+        self._last_grid = self._last_grid_launch = None
+        self._fast_launch = self._launch_first
+        self._fast_shape, self._fast_made = None, 0
 
     # -- construction -------------------------------------------------------------------------
 
@@ -257,11 +286,55 @@ class JITFunction(KernelInterface):
 
     # -- launching ----------------------------------------------------------------------------
 
+    def __getitem__(self, grid):
+        """Bind the launch grid (see `KernelInterface.__getitem__`): the kernel's fast launch
+        (`compiler.runtime.fast_launch`) with `grid` as its first argument. The object made
+        for the last grid is reused while the same grid object comes back (a literal tuple in
+        a loop, a grid variable, a lambda defined once)."""
+        if grid is self._last_grid:
+            return self._last_grid_launch
+        launch = functools.partial(self._fast_launch, grid)
+        self._last_grid, self._last_grid_launch = grid, launch
+        return launch
+
+    def _launch_first(self, grid, *args, **kwargs):
+        """The fast launch before any GPU launch: `run`, then specialize the fast launch."""
+        return self._run_and_specialize(grid, args, kwargs)
+
+    def _launch_slow(self, keyword_names, grid, given, extra, kwargs, keywords, options):
+        """Where a fast launch sends anything but a GPU cache hit of its kind of call: the
+        call rebuilt as it was made (see `fast_launch.make_fast_launch`), through `run`."""
+        args = list(itertools.takewhile(lambda value: value is not MISSING, given)) + list(extra)
+        kwargs = dict(kwargs)
+        kwargs.update((name, value) for name, value in zip(keyword_names, keywords)
+                      if value is not MISSING)
+        kwargs.update((name, value) for name, value in zip(fast_launch_options(self), options)
+                      if value is not None)
+        return self._run_and_specialize(grid, args, kwargs)
+
+    def _run_and_specialize(self, grid, args, kwargs):
+        """`run`; after a GPU launch whose argument types (or call shape) the fast launch was
+        not made for, make it for them (at most `MAX_FAST_LAUNCHES` times per kernel, so that
+        a call site alternating types settles on the slow path instead of making code)."""
+        result = self.run(*args, grid=grid, **kwargs)
+        if self._default_interpret is False and "interpret" not in kwargs \
+                and "warmup" not in kwargs and self._fast_made < MAX_FAST_LAUNCHES:
+            bound = self.bind(*args, **kwargs)[0]
+            positional = min(len(args), len(self.params))
+            shape = (tuple(map(type, bound)), positional)
+            if shape != self._fast_shape:
+                slow = functools.partial(self._launch_slow, self.arg_names[positional:])
+                self._fast_launch = make_fast_launch(self, bound, positional, slow)
+                self._fast_shape = shape
+                self._fast_made += 1
+                self._last_grid = self._last_grid_launch = None
+        return result
+
     def run(self, *args, grid, warmup=False, **kwargs):
         """Launch over `grid` (see `KernelInterface.__getitem__`), compiling on first use;
         returns the compiled kernel (None when only the interpreter's ttir was made).
-        `warmup=True` compiles without launching. The binding below is `bind()` written
-        inline: this is the per-launch hot path."""
+        `warmup=True` compiles without launching. This is the reference path: `kernel[grid]`
+        launches GPU cache hits through the fast launch and everything else through here."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
         try:
@@ -284,10 +357,10 @@ class JITFunction(KernelInterface):
         if callable(grid):
             grid = grid(dict(zip(self.arg_names, bound)))
         if _recording.ACTIVE:
-            _recording.timed_launch(entry, grid, entry.select(bound), stream,
+            _recording.timed_launch(entry, grid, entry.runtime_args(bound), stream,
                                     "interpreter" if interpret else "gpu")
         else:
-            entry.launch(grid, entry.select(bound), stream)
+            entry.launch(grid, entry.runtime_args(bound), stream)
         return entry.kernel
 
     def warmup(self, *args, grid=None, **kwargs):

@@ -7,7 +7,9 @@ with natural alignment, builds the `void*[]` that points at each slot, and gener
 launch function specialized to the signature, so that a launch is: convert each pointer argument
 to an address, `struct.pack_into` the buffer (which also range-checks every scalar), one
 cuLaunchKernel. Anything unexpected (wrong type, wrong count, a host array, a bad grid) drops to
-a slow path that names the argument and says what is allowed.
+a slow path that names the argument and says what is allowed. A bound launch made with
+`addresses=True` skips the pointer conversion: the jit, which already read each array's address
+to specialize on its alignment, passes the addresses.
 
 Pointer arguments accept torch tensors (CUDA ones), our `DeviceArray`, anything with
 `__cuda_array_interface__`, raw ints (device addresses) and None (a null pointer).
@@ -15,6 +17,7 @@ Pointer arguments accept torch tensors (CUDA ones), our `DeviceArray`, anything 
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -29,7 +32,9 @@ ARG_FORMATS = {
     "fp64": "d",
 }
 # kind -> expression (on the argument's name) the fast path packs instead of the argument itself.
-_FAST_CONVERSIONS = {"ptr": "device_pointer({})", "i1": "bool({})", "bf16": "bf16_bits({})"}
+# A pointer's getter is looked up by type inline (one call instead of two per pointer).
+_FAST_CONVERSIONS = {"ptr": "(pointer_getters.get(type({0})) or device_pointer)({0})",
+                     "i1": "bool({0})", "bf16": "bf16_bits({0})"}
 ALIASES = {"pointer": "ptr", "f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1",
            "u1": "i1"}
 FLOAT_LIMITS = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38}
@@ -115,6 +120,25 @@ def device_pointer(arg) -> int:
         getter = _pointer_getter(type(arg), arg)
         _POINTER_GETTERS[type(arg)] = getter
     return getter(arg)
+
+
+_GETTER_NAMES = {_torch_pointer: "torch", _data_ptr_pointer: "data_ptr",
+                 _interface_pointer: "interface", _int_pointer: "int", _null_pointer: "null"}
+
+
+def pointer_source(arg) -> str | None:
+    """How the launcher reads the device address of arguments of `arg`'s type: "torch"
+    (`data_ptr()` of a tensor whose `is_cuda` holds), "data_ptr", "interface"
+    (`__cuda_array_interface__`), "int", "null"; None when it rejects the type (host memory,
+    or nothing it can take as a pointer)."""
+    getter = _POINTER_GETTERS.get(type(arg))
+    if getter is None:
+        try:
+            getter = _pointer_getter(type(arg), arg)
+        except ArgumentError:
+            return None
+        _POINTER_GETTERS[type(arg)] = getter
+    return _GETTER_NAMES.get(getter)
 
 
 def bf16_bits(value) -> int:
@@ -261,12 +285,14 @@ class Launcher:
         self._retrying = False
         self.launch = self._generate_launch(GENERAL_HEADER, {})
 
-    def _generate_launch(self, header: str, bound: dict) -> Callable:
+    def _generate_launch(self, header: str, bound: dict, addresses: bool = False) -> Callable:
         """Compile a launch function for this signature (see `_LAUNCH_TEMPLATE`); `bound`
-        supplies names the header does not take (num_warps, shared_bytes)."""
+        supplies names the header does not take (num_warps, shared_bytes). With `addresses`,
+        pointer arguments must already be int addresses and are packed as they are."""
         names = [f"a{i}" for i in range(len(self.layout.kinds))]
-        values = [_FAST_CONVERSIONS.get(kind, "{}").format(arg)
-                  for arg, kind in zip(names, self.layout.kinds)]
+        conversions = [("{0}" if addresses and kind == "ptr" else
+                        _FAST_CONVERSIONS.get(kind, "{0}")) for kind in self.layout.kinds]
+        values = [conversion.format(arg) for arg, conversion in zip(names, conversions)]
         source = _LAUNCH_TEMPLATE.format(
             header=header,
             unpack=", ".join(names) + "," if names else "()",
@@ -274,21 +300,27 @@ class Launcher:
         namespace = {
             "pack_into": struct.Struct(self.layout.struct_format).pack_into,
             "buffer": self.buffer, "device_pointer": device_pointer, "bf16_bits": bf16_bits,
+            "pointer_getters": _POINTER_GETTERS,
             "cu_launch": self._launch_fn, "function": self.function,
             "stream_handle": driver.stream_handle, "params_address": self.params_address,
-            "explain_bad_args": self.explain_bad_args, "launch_failed": self._launch_failed,
+            "explain_bad_args": functools.partial(self.explain_bad_args, addresses=addresses),
+            "launch_failed": self._launch_failed,
             "check_grid": check_grid, **bound,
         }
         exec(compile(source, f"<launcher {self.name}>", "exec"), namespace)
         return namespace["launch"]
 
-    def bind(self, num_warps: int, shared_bytes: int = 0) -> Callable:
+    def bind(self, num_warps: int, shared_bytes: int = 0, *, addresses: bool = False) -> Callable:
         """A launch function `(grid, args, stream=None)` with num_warps and dynamic shared
-        memory fixed: the fastest way to launch one compiled kernel repeatedly."""
+        memory fixed: the fastest way to launch one compiled kernel repeatedly. With
+        `addresses=True` it takes pointer arguments as int device addresses only (the jit
+        reads them once, while specializing); anything else there is reported as a bad
+        argument."""
         if num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
         return self._generate_launch(BOUND_HEADER, {"num_warps": num_warps,
-                                                    "shared_bytes": int(shared_bytes)})
+                                                    "shared_bytes": int(shared_bytes)},
+                                     addresses)
 
     def pack(self, args: Sequence) -> bytes:
         """Pack `args` into the buffer (checked, slow path) and return the buffer's bytes."""
@@ -313,14 +345,21 @@ class Launcher:
                 values.append(bf16_bits(value) if kind == "bf16" else value)
         return values
 
-    def explain_bad_args(self, args, grid=(1,)) -> None:
+    def explain_bad_args(self, args, grid=(1,), addresses: bool = False) -> None:
         """Called when the fast path failed: raise a clear `ArgumentError` if the arguments
-        or the grid are at fault (otherwise return and let the original exception propagate)."""
+        or the grid are at fault (otherwise return and let the original exception propagate).
+        `addresses`: the failed launch took pointers as int addresses only."""
         check_grid(grid)
         if not isinstance(args, (tuple, list)):
             raise ArgumentError(f"launch arguments of kernel {self.name} must be a tuple or "
                                 f"list, not {type(args).__name__}")
         self.convert_args(args)
+        if addresses:
+            for arg, kind, name in zip(args, self.layout.kinds, self.arg_names):
+                if kind == "ptr" and type(arg) is not int:
+                    raise ArgumentError(f"argument {name} of kernel {self.name}: this launch "
+                                        f"takes pointers as int device addresses, not "
+                                        f"{type(arg).__name__}")
 
     def _launch_failed(self, err, grid, num_warps, shared_bytes, stream, args) -> None:
         """A failed cuLaunchKernel: retry once if this thread had no context, else raise."""
@@ -372,7 +411,8 @@ class Launcher:
 
 class KernelLauncher:
     """A loaded kernel ready to launch: `launch(grid, args, stream=None)` with its num_warps
-    and dynamic shared memory fixed (the generated fast path)."""
+    and dynamic shared memory fixed (the generated fast path), and `launch_addresses`, the
+    same taking pointers as int addresses only (what the jit passes)."""
 
     def __init__(self, launcher: Launcher, loaded, num_warps: int, shared_bytes: int):
         self.launcher = launcher
@@ -380,6 +420,7 @@ class KernelLauncher:
         self.num_warps = num_warps
         self.shared_bytes = shared_bytes
         self.launch = launcher.bind(num_warps, shared_bytes)
+        self.launch_addresses = launcher.bind(num_warps, shared_bytes, addresses=True)
 
     def __repr__(self) -> str:
         return (f"KernelLauncher({self.launcher.name}, num_warps={self.num_warps}, "

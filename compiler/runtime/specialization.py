@@ -200,6 +200,72 @@ def handler_for(arg):
     return handler
 
 
+# ---------------------------------------------------------------------------------------------
+# Launch handlers: an argument's key entry and the value the GPU launcher packs, in one call
+
+def _torch_launch(arg):
+    """torch tensors: the address read once serves the key and the launch; a CPU tensor is
+    passed on as itself, for the launcher to reject with a clear message."""
+    address = arg.data_ptr()
+    return _POINTER_TYPES[arg.dtype][not address & 15], address if arg.is_cuda else arg
+
+
+def _device_data_ptr_launch(arg):
+    """DeviceArray and other device arrays with `data_ptr()`: the address, read once."""
+    address = arg.data_ptr()
+    return _POINTER_TYPES[arg.dtype][not address & 15], address
+
+
+def _cuda_interface_launch(arg):
+    """`__cuda_array_interface__` objects: the interface read once."""
+    import numpy as np
+
+    interface = arg.__cuda_array_interface__
+    address = interface["data"][0]
+    return _POINTER_TYPES[np.dtype(interface["typestr"])][not address & 15], address
+
+
+def _int_launch(value):
+    """Python ints: their entry, and themselves."""
+    return _int_entry(value), value
+
+
+def _launch_handler_for(arg):
+    """Pick the launch handler for `arg`'s type (done once per type). Arrays the launcher
+    reads an address from get a fused handler; anything else is passed on as itself."""
+    from compiler.runtime.launcher import pointer_source
+
+    entry_of = handler_for(arg)
+    if entry_of is _data_ptr_entry or entry_of is _cuda_interface_entry:
+        source = pointer_source(arg)
+        if entry_of is _data_ptr_entry and source == "torch":
+            return _torch_launch
+        if entry_of is _data_ptr_entry and source == "data_ptr":
+            return _device_data_ptr_launch
+        if entry_of is _cuda_interface_entry and source == "interface":
+            return _cuda_interface_launch
+    return lambda value: (entry_of(value), value)
+
+
+#: Python type -> function computing `(entry, launch value)` of an argument of that type.
+LAUNCH_HANDLERS: dict = {int: _int_launch}
+
+
+def launch_handler_for(arg):
+    """The `(entry, launch value)` function for `arg`'s type, chosen on first sight. The
+    launch value is what the GPU launcher packs: a device array's address (so a launch reads
+    it once, for the key and for the launch), else the argument itself."""
+    handler = LAUNCH_HANDLERS.get(type(arg))
+    if handler is None:
+        handler = LAUNCH_HANDLERS[type(arg)] = _launch_handler_for(arg)
+    return handler
+
+
+def launch_value(arg):
+    """The value the GPU launcher packs for `arg` (see `launch_handler_for`)."""
+    return launch_handler_for(arg)(arg)[1]
+
+
 def specialize(arg):
     """The cache-key entry of one (specializable) kernel argument; see the module docstring."""
     return handler_for(arg)(arg)

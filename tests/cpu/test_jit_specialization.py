@@ -210,3 +210,33 @@ def test_unsupported_dtypes_and_ranges():
     assert specialize(np.zeros(2, np.complex64)).what == "an array of complex64"
     assert specialize(np.complex64(1)).what == "a numpy complex64"
     assert specialize(2**64).what == "an int outside the 64-bit range"
+
+
+# ---- launch handlers: the entry and the value the GPU launcher packs, in one call -------------
+
+def test_launch_handlers_read_device_addresses_once():
+    from compiler.runtime.device_array import DeviceArray
+    from compiler.runtime.specialization import launch_handler_for, launch_value
+
+    def torch_like(address, is_cuda):
+        cls = type("Tensor", (), {"__module__": "torch", "dtype": "torch.float32",
+                                  "is_cuda": is_cuda, "data_ptr": lambda self: address})
+        return cls()
+
+    class Interface:
+        def __init__(self, address):
+            self.__cuda_array_interface__ = {"version": 3, "shape": (1,), "typestr": "<f2",
+                                             "data": (address, False)}
+
+    gpu, cpu = torch_like(4096, True), torch_like(4100, False)
+    assert launch_handler_for(gpu)(gpu) == ("*fp32:16", 4096)
+    assert launch_handler_for(cpu)(cpu) == ("*fp32", cpu)        # the launcher rejects it
+    array = DeviceArray((4,), np.int32, 64, owner=False)
+    assert launch_handler_for(array)(array) == ("*i32:16", 64)
+    assert launch_handler_for(Interface(72))(Interface(72)) == ("*fp16", 72)
+    host = np.zeros(4, np.float32)
+    entry, value = launch_handler_for(host)(host)
+    assert entry in ("*fp32", "*fp32:16") and value is host
+    assert launch_handler_for(48)(48) == ("i32:16", 48)
+    assert launch_handler_for(0.5)(0.5) == ("fp32", 0.5)
+    assert launch_value(gpu) == 4096 and launch_value(None) is None

@@ -286,3 +286,40 @@ def test_for_kernel_builds_a_bound_launcher_through_the_backend(reference_dir):
     assert recorder.calls[0]["block"] == (128, 1, 1)
     with pytest.raises(ArgumentError, match="argument out_ptr"):
         bound.launch((8,), (FakeDeviceTensor(16), FakeDeviceTensor(32), np.ones(2), 99))
+
+
+# ---- the launch taking addresses (what the jit's fast launch calls) ----------------------------
+
+def test_bound_launch_taking_addresses():
+    launcher, recorder = make(["ptr", "i32", "ptr"], ["Q", "i", "Q"])
+    run = launcher.bind(num_warps=2, addresses=True)
+    run((3,), (1 << 20, 7, 0))
+    assert recorder.calls[0]["values"] == [1 << 20, 7, 0]
+    with pytest.raises(ArgumentError, match=r"argument #2 of kernel k: this launch takes "
+                                            r"pointers as int device addresses, not "
+                                            r"FakeDeviceTensor"):
+        run((3,), (1 << 20, 7, FakeDeviceTensor(64)))
+    with pytest.raises(ArgumentError, match="argument #0 of kernel k: a host array"):
+        run((3,), (np.zeros(4), 7, 0))
+    with pytest.raises(ArgumentError, match=r"out of range"):
+        run((3,), (1 << 20, 2**40, 0))
+    assert len(recorder.calls) == 1
+
+
+def test_kernel_launcher_has_both_forms():
+    recorder = RecordingLaunch(["Q"])
+    bound = KernelLauncher(Launcher("FN", ["ptr"], launch_fn=recorder), None, 4, 0)
+    bound.launch((1,), (FakeDeviceTensor(32),))
+    bound.launch_addresses((1,), (48,))
+    assert [c["values"] for c in recorder.calls] == [[32], [48]]
+
+
+def test_pointer_source_names_how_addresses_are_read():
+    from compiler.runtime.launcher import pointer_source
+
+    cpu_first = fake_torch_tensor(16, is_cuda=False)
+    assert pointer_source(cpu_first) == "torch"     # decided by type, not by this instance
+    assert pointer_source(FakeDeviceTensor(16)) == "data_ptr"
+    assert pointer_source(InterfaceOnly(16)) == "interface"
+    assert pointer_source(5) == "int" and pointer_source(None) == "null"
+    assert pointer_source(np.zeros(2)) is None and pointer_source("text") is None
