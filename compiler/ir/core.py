@@ -324,6 +324,7 @@ class Region:
             for arg in block.args:
                 na = nb.add_argument(arg.type, arg.loc)
                 na.attributes = dict(arg.attributes)
+                na.name_hint = arg.name_hint
                 mapping[arg] = na
             new.add_block(nb)
         for block, nb in zip(self.blocks, new.blocks):
