@@ -1,7 +1,9 @@
 """The explorer's main screens, each reached by a few key presses from a fresh app; used by the
 SVG snapshot tests and, run as a script, to export the README screenshots:
 
-    python tests/cpu/explorer_screens.py docs/screenshots
+    python tests/cpu/explorer_screens.py docs/screenshots [--reference]
+
+(our compiler's traces of the sample kernels; `--reference` uses Triton's outputs instead).
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from explorer_fixture import reference_trace  # noqa: E402
 
 from explorer.app import ExplorerApp  # noqa: E402
@@ -44,13 +47,13 @@ async def _diff(app, pilot):
 async def _layouts(app, pilot):
     await pilot.press("4")
     app.query_one("#layout-code", CodeView).cursor = _line_of(app.trace.stages["ttgir"],
-                                                              "%x_5 = tt.load")
+                                                              "= tt.load")
 
 
 async def _linked(app, pilot):
     await pilot.press("5")
     app.query_one("#linked-ttgir", CodeView).cursor = _line_of(app.trace.stages["ttgir"],
-                                                               "%x_0 = arith.cmpi")
+                                                               "= arith.cmpi")
 
 
 async def _pipeline(app, pilot):
@@ -71,8 +74,19 @@ SCREENS = {"kernels": _kernels, "stages": _stages, "passes": _passes, "diff": _d
 
 
 def make_traces() -> list:
-    """The traces the screenshots show: softmax and add from the reference outputs."""
+    """The traces the snapshot tests show: softmax and add from Triton's reference outputs."""
     return [reference_trace("softmax"), reference_trace("add")]
+
+
+def our_traces() -> list:
+    """Traces made by our compiler: the sample softmax and vector add, run (through the
+    interpreter when there is no GPU) under the recorder, as `tile-explore FILE` does."""
+    from compiler.runtime.recording import record
+    from sample_kernels import softmax, vector_add
+    with record(full_compile=True) as recorder:
+        softmax.main()
+        vector_add.main()
+    return list(recorder.traces)
 
 
 async def capture(name: str, size: tuple, traces: list) -> str:
@@ -85,11 +99,12 @@ async def capture(name: str, size: tuple, traces: list) -> str:
         return app.export_screenshot(title=f"tile-explore · {name}")
 
 
-def main(folder: str) -> None:
-    """Export every screen at 160x48 into `folder` (the 80x24 ones are the test snapshots)."""
+def main(folder: str, ours: bool = True) -> None:
+    """Export every screen at 160x48 into `folder` (the 80x24 ones are the test snapshots),
+    from our compiler's traces of the sample kernels (or Triton's reference with ours=False)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    traces = make_traces()
+    traces = our_traces() if ours else make_traces()
     for name in SCREENS:
         svg = asyncio.run(capture(name, (160, 48), traces))
         (out / f"{name}.svg").write_text(svg)
@@ -97,4 +112,5 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(args[0] if args else "docs/screenshots", ours="--reference" not in sys.argv)
