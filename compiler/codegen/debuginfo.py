@@ -2,39 +2,16 @@
 LLVM debug metadata (compile unit, file, subprogram, locations) that points PTX `.loc`s there."""
 from __future__ import annotations
 
-import re
-
 from llvmlite import ir
 
 from compiler.ir.core import Module, Operation
-from compiler.ir.printer import print_module
-
-_OP_START = re.compile(r'^\s*(?:%[^\s=]+(?:\s*,\s*%[^\s=]+)*\s*=\s*)?"?([A-Za-z_][\w]*\.[\w.]+)')
+from compiler.ir.printer import print_module_with_lines
 
 
-def op_lines(module: Module, text: str | None = None) -> tuple:
-    """(text, {id(op): 1-based line}) for the module printed once.
-
-    Ops print in pre-order, each starting a line; lines that start no op (aliases, braces,
-    block labels) are skipped. Raises if the text and the walk disagree.
-    """
-    text = print_module(module) if text is None else text
-    lines = text.split("\n")
-    mapping: dict = {}
-    cursor = 0
-    for op in module.walk():
-        while cursor < len(lines):
-            m = _OP_START.match(lines[cursor])
-            cursor += 1
-            if m and not lines[cursor - 1].lstrip().startswith(("#", "module")):
-                if m.group(1) != op.name:
-                    raise ValueError(f"printed line {cursor} starts {m.group(1)}, expected "
-                                     f"{op.name}")
-                mapping[id(op)] = cursor
-                break
-        else:
-            raise ValueError(f"op {op.name} not found in the printed module")
-    return text, mapping
+def op_lines(module: Module) -> tuple:
+    """(text, {id(op): 1-based line}) for the module printed once; the printer reports where
+    each op starts."""
+    return print_module_with_lines(module)
 
 
 def python_location(op: Operation):

@@ -13,7 +13,8 @@ from .codegen_kernels import KERNELS
 
 
 def _op_line_numbers(ttgir_text: str) -> set:
-    _, lines = op_lines(parse_module(ttgir_text), ttgir_text)
+    text, lines = op_lines(parse_module(ttgir_text))
+    assert text == ttgir_text
     return set(lines.values())
 
 
