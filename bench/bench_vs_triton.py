@@ -92,6 +92,32 @@ def run_cases(torch, triton, ours, theirs):
     return rows
 
 
+def run_matmul(torch, triton, ours, theirs, size=4096, config=(128, 128, 64, 8, 4)):
+    """fp16 matmul, same tile config for both compilers; TFLOP/s (Triton's best config in
+    MEASURED.md is 128x256x64 with 8 warps and 3 stages: its wgmma path)."""
+    do_bench = triton.testing.do_bench
+    bm, bn, bk, group, warps = config
+    A = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    B = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    C = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
+    run = lambda k: k.matmul_kernel[grid](A, B, C, size, size, size, A.stride(0), A.stride(1),
+                                          B.stride(0), B.stride(1), C.stride(0), C.stride(1),
+                                          BM=bm, BN=bn, BK=bk, GROUP_M=group, num_warps=warps)
+    flop = 2 * size ** 3 / 1e12
+    start = time.perf_counter()
+    run(ours)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    t_ours = bench(lambda: run(ours), do_bench)
+    assert torch.allclose(C.float(), (A.float() @ B.float()), atol=1e-1, rtol=1e-2), \
+        "matmul: ours is wrong"
+    t_tri = bench(lambda: run(theirs), do_bench)
+    t_torch = bench(lambda: torch.matmul(A, B), do_bench)
+    return (f"matmul fp16 {size}^3 {bm}x{bn}x{bk} {warps}w (ours compiled in {compile_s:.0f} s)",
+            "TFLOP/s", flop / (t_ours * 1e-3), flop / (t_tri * 1e-3), flop / (t_torch * 1e-3))
+
+
 def launch_overhead(torch, triton, ours, theirs, count=20000):
     """Microseconds per launch of a tiny add in a host loop (cache hit), ours / Triton / torch."""
     x = torch.randn(32, device="cuda"); y = torch.randn(32, device="cuda"); o = torch.empty_like(x)
@@ -166,6 +192,7 @@ def main() -> None:
     parser.add_argument("--reference", type=Path, required=True)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--matmul", action="store_true", help="also time the fp16 matmul")
     args = parser.parse_args()
     import torch
     import triton
@@ -174,9 +201,11 @@ def main() -> None:
     print(f"GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"triton {triton.__version__}")
     rows = run_cases(torch, triton, ours, theirs)
-    print(f"{'case':40s} {'unit':6s} {'ours':>9s} {'triton':>9s} {'torch':>9s} {'ours/triton':>12s}")
+    if args.matmul:
+        rows.append(run_matmul(torch, triton, ours, theirs))
+    print(f"{'case':40s} {'unit':7s} {'ours':>9s} {'triton':>9s} {'torch':>9s} {'ours/triton':>12s}")
     for name, unit, o, t, th in rows:
-        print(f"{name:40s} {unit:6s} {o:9.0f} {t:9.0f} {th:9.0f} {o / t:12.3f}")
+        print(f"{name:40s} {unit:7s} {o:9.0f} {t:9.0f} {th:9.0f} {o / t:12.3f}")
     lo = launch_overhead(torch, triton, ours, theirs)
     print(f"launch overhead us/launch: ours {lo[0]:.1f}  triton {lo[1]:.1f}  torch {lo[2]:.1f}")
     cold = {} if args.skip_cold else cold_compile(Path.cwd(), args.reference.resolve(),

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding,
+                                   SliceEncoding)
 
 WARP_SIZE = 32
 
@@ -76,6 +77,8 @@ def register_slots(layout, shape: tuple) -> tuple:
         parent_shape = parent_shape_of(layout, shape)
         return tuple(s for s in register_slots(layout.parent, parent_shape)
                      if s.spt_index[layout.dim] == 0 and s.rep_index[layout.dim] == 0)
+    if is_mma_family(layout):
+        return mma_register_slots(layout, tuple(shape))
     if isinstance(layout, DotOperandEncoding):
         return _dot_operand_slots(layout, tuple(shape))
     raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
@@ -103,7 +106,7 @@ def root_dims(layout) -> list:
         dims = root_dims(layout.parent)
         del dims[layout.dim]
         return dims
-    if isinstance(layout, DotOperandEncoding):
+    if isinstance(layout, (DotOperandEncoding, NvidiaMmaEncoding)):
         return [0, 1]
     raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
 
@@ -142,6 +145,8 @@ def _blocked_coord(layout: BlockedEncoding, shape: tuple, slot: RegisterSlot, wa
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
     """The coordinates each register of thread (warp, lane) holds, in register order."""
     shape = tuple(shape)
+    if is_mma_family(layout):
+        return mma_thread_elements(layout, shape, warp, lane)
     if isinstance(layout, DotOperandEncoding):
         return [_dot_operand_coord(layout, shape, slot, warp, lane)
                 for slot in register_slots(layout, shape)]
@@ -168,7 +173,9 @@ def _slot_coord(layout, shape, slot, warp, lane) -> tuple:
 
 def num_warps_of(layout) -> int:
     """The number of warps a distributed layout spreads over."""
-    return _product(root_blocked(layout).warps_per_cta)
+    while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
+        layout = layout.parent
+    return _product(layout.warps_per_cta)
 
 
 def element_owners(layout, shape: tuple) -> dict:
@@ -218,6 +225,109 @@ def _dot_operand_coord(layout: DotOperandEncoding, shape, slot, warp, lane) -> t
 
 def describe(layout, shape: tuple) -> str:
     """A short human summary: elements per thread and the CTA tile."""
+    if is_mma_family(layout):
+        return (f"{elements_per_thread(layout, shape)} elements/thread, mma.sync m16n8k16 "
+                f"tiles, warps {num_warps_of(layout)}")
     root = root_blocked(layout)
     return (f"{elements_per_thread(layout, shape)} elements/thread, CTA tile "
             f"{'x'.join(map(str, root.shape_per_cta_tile()))}, warps {num_warps_of(layout)}")
+
+
+# ---- tensor-core layouts: mma.sync m16n8k16 (Triton's MMA v2) ---------------------------------------
+# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": in lane `l`, with
+# groupID g = l // 4 and threadID_in_group t = l % 4,
+#   C/D (16x8, f32): c0,c1 at (g, 2t + {0,1}); c2,c3 at (g + 8, 2t + {0,1})
+#   A (16x16, f16/bf16): a0,a1 (g, 2t+{0,1}); a2,a3 (g+8, 2t+{0,1}); a4,a5 (g, 2t+8+{0,1});
+#                        a6,a7 (g+8, 2t+8+{0,1})
+#   B (16x8, k x n): b0,b1 at (k = 2t + {0,1}, n = g); b2,b3 at (k = 2t + 8 + {0,1}, n = g)
+# Warps tile the tensor in a [16 * warpsPerCTA[0], 8 * warpsPerCTA[1]] CTA tile (warp id: dim 1
+# fastest), repeated over the tensor. A thread's registers: per repetition (dim 1 fastest for the
+# accumulator; for operands the K repetitions fastest), the instruction fragment in ISA order.
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+
+
+def is_mma_family(layout) -> bool:
+    """Whether a layout is an mma v2 accumulator layout or a dot operand of one."""
+    if isinstance(layout, DotOperandEncoding):
+        layout = layout.parent
+    return isinstance(layout, NvidiaMmaEncoding) and layout.version_major == 2
+
+
+def mma_warp_coords(mma: NvidiaMmaEncoding, warp: int) -> tuple:
+    """(warp index along M, warp index along N) of warp `warp`."""
+    wm, wn = mma.warps_per_cta
+    return (warp // wn) % wm, warp % wn
+
+
+def mma_repetitions(layout, shape: tuple) -> tuple:
+    """How many instruction tiles each warp holds: (M reps, N reps) for the accumulator, (M reps,
+    K reps) for operand A, (K reps, N reps) for operand B (at least 1 each)."""
+    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+    wm, wn = mma.warps_per_cta
+    tile = {None: (MMA_M * wm, MMA_N * wn), 0: (MMA_M * wm, MMA_K),
+            1: (MMA_K, MMA_N * wn)}[getattr(layout, "op_idx", None)]
+    return tuple(max(1, s // t) for s, t in zip(shape, tile))
+
+
+def _fragment(layout) -> list:
+    """Per fragment register, its (dim 0, dim 1) offset inside one instruction tile, relative to
+    the lane's (g, 2t) position for C and A, or (2t, g) for B."""
+    if isinstance(layout, NvidiaMmaEncoding):
+        return [(0, 0), (0, 1), (8, 0), (8, 1)]
+    if layout.op_idx == 0:
+        return [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
+    return [(0, 0), (1, 0), (8, 0), (9, 0)]
+
+
+@lru_cache(maxsize=None)
+def mma_register_slots(layout, shape: tuple) -> tuple:
+    """The registers of one thread of an mma accumulator / operand layout: `rep_index` is the
+    instruction tile's repetition per dim, `spt_index` the fragment position (its offset pair)."""
+    reps = mma_repetitions(layout, shape)
+    slots = []
+    rep_order = [(r0, r1) for r0 in range(reps[0]) for r1 in range(reps[1])]
+    if isinstance(layout, DotOperandEncoding) and layout.op_idx == 1:
+        rep_order = [(r0, r1) for r1 in range(reps[1]) for r0 in range(reps[0])]
+    for rep in rep_order:
+        for offset in _fragment(layout):
+            slots.append(RegisterSlot(offset, rep))
+    return tuple(slots)
+
+
+def mma_thread_base(layout, warp: int, lane: int) -> tuple:
+    """The (dim 0, dim 1) coordinate of a thread's first fragment element in its first tile."""
+    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+    wm_i, wn_i = mma_warp_coords(mma, warp)
+    g, t = lane // 4, lane % 4
+    op_idx = getattr(layout, "op_idx", None)
+    if op_idx == 0:
+        return wm_i * MMA_M + g, 2 * t
+    if op_idx == 1:
+        return 2 * t, wn_i * MMA_N + g
+    return wm_i * MMA_M + g, wn_i * MMA_N + 2 * t
+
+
+def mma_tile_strides(layout) -> tuple:
+    """How far apart (per dim) consecutive repetitions of a warp's instruction tile are."""
+    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+    wm, wn = mma.warps_per_cta
+    op_idx = getattr(layout, "op_idx", None)
+    return {None: (MMA_M * wm, MMA_N * wn), 0: (MMA_M * wm, MMA_K),
+            1: (MMA_K, MMA_N * wn)}[op_idx]
+
+
+def mma_slot_offset(layout, slot: RegisterSlot) -> tuple:
+    """The constant (per dim) offset of a register from the thread's base coordinate."""
+    strides = mma_tile_strides(layout)
+    return tuple(r * s + o for r, s, o in zip(slot.rep_index, strides, slot.spt_index))
+
+
+def mma_thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
+    """The coordinates each register of thread (warp, lane) holds in an mma-family layout
+    (wrapping when the tensor is smaller than the CTA tile)."""
+    base = mma_thread_base(layout, warp, lane)
+    out = []
+    for slot in mma_register_slots(layout, tuple(shape)):
+        off = mma_slot_offset(layout, slot)
+        out.append(tuple((b + o) % s for b, o, s in zip(base, off, shape)))
+    return out

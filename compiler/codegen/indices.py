@@ -87,6 +87,8 @@ class LayoutIndexer:
     def coords(self, builder: ir.IRBuilder, layout, shape: tuple) -> list:
         """For each register of the thread, a list of i32 values (one per dim) of its element."""
         shape = tuple(shape)
+        if layouts.is_mma_family(layout):
+            return self._mma_coords(builder, layout, shape)
         root, root_shape, keep = self._root(layout, shape)
         tile = root.shape_per_cta_tile()
         out = []
@@ -101,6 +103,63 @@ class LayoutIndexer:
                 coord.append(builder.add(base, i32(offset)) if offset else base)
             out.append(coord)
         return out
+
+    def mma_base(self, layout, dim: int):
+        """The thread's base coordinate along `dim` in an mma accumulator / operand layout
+        (`layouts.mma_thread_base` as LLVM values, computed once in the prologue)."""
+        mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+        wm, wn = mma.warps_per_cta
+        op_idx = getattr(layout, "op_idx", None)
+
+        def make(b):
+            lane = self.lane()
+            group = b.lshr(lane, i32(2))
+            pair = b.shl(b.and_(lane, i32(3)), i32(1))
+            if (op_idx, dim) in ((0, 1), (1, 0)):
+                return pair
+            if dim == 0:
+                warp_m = b.urem(b.udiv(self.warp(), i32(wn)), i32(wm))
+                return b.add(b.mul(warp_m, i32(layouts.MMA_M)), group)
+            warp_n = b.urem(self.warp(), i32(wn))
+            inner = group if op_idx == 1 else pair
+            return b.add(b.mul(warp_n, i32(layouts.MMA_N)), inner)
+        return self._cached(("mma", layout, dim), make)
+
+    def _mma_coords(self, builder, layout, shape: tuple) -> list:
+        tile = layouts.mma_tile_strides(layout)
+        wraps = [s < t for s, t in zip(shape, tile)]
+        out = []
+        for slot in layouts.mma_register_slots(layout, shape):
+            coord = []
+            for d, off in enumerate(layouts.mma_slot_offset(layout, slot)):
+                value = self.mma_base(layout, d)
+                if off:
+                    value = builder.add(value, i32(off))
+                if wraps[d]:
+                    value = builder.and_(value, i32(shape[d] - 1))
+                coord.append(value)
+            out.append(coord)
+        return out
+
+    def _mma_owner(self, layout, shape: tuple):
+        """unique_owner for mma-family layouts: operand A is repeated in every warp along N, B in
+        every warp along M; a tensor smaller than the CTA tile is not supported."""
+        tile = layouts.mma_tile_strides(layout)
+        if any(s < t for s, t in zip(shape, tile)):
+            raise NotImplementedError(f"{layout} on a {shape} tensor (smaller than its tile)")
+        mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+        wm, wn = mma.warps_per_cta
+        op_idx = getattr(layout, "op_idx", None)
+        if op_idx is None or (op_idx == 0 and wn == 1) or (op_idx == 1 and wm == 1):
+            return None
+
+        def make(b):
+            if op_idx == 0:
+                index = b.urem(self.warp(), i32(wn))
+            else:
+                index = b.urem(b.udiv(self.warp(), i32(wn)), i32(wm))
+            return b.icmp_unsigned("==", index, i32(0))
+        return self._cached(("owner", layout, shape), make)
 
     def _root(self, layout, shape):
         """The root blocked layout, its shape and which of its dims this tensor keeps."""
@@ -122,6 +181,8 @@ class LayoutIndexer:
         """An i1 that is true in exactly one of the threads holding each element (None when no
         two threads share an element), so duplicated elements are stored once."""
         shape = tuple(shape)
+        if layouts.is_mma_family(layout):
+            return self._mma_owner(layout, shape)
         root, root_shape, keep = self._root(layout, shape)
         key = ("owner", layout, shape)
         if key in self._cache:

@@ -35,6 +35,29 @@ def flat_offset(builder, coords, shape):
     return offset if offset is not None else i32(0)
 
 
+def is_swizzled(shared_layout) -> bool:
+    """Whether a shared layout XOR-swizzles its rows (only tensor-core operands are, so far)."""
+    return getattr(shared_layout, "max_phase", 1) > 1
+
+
+def shared_offset(builder, shared_layout, coords, shape):
+    """Element offset (i32) of per-dim coordinates in a shared buffer. Unswizzled buffers are
+    row-major whatever their `order` (the FMA dot reads them so); a swizzled rank-2 buffer stores
+    rows along `order[1]` of `shape[order[0]]` elements, and element (row, col) sits at column
+    col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling, which keeps each `vec`
+    group contiguous and spreads the groups of consecutive rows over the banks."""
+    if not is_swizzled(shared_layout):
+        return flat_offset(builder, coords, shape)
+    inner, outer = shared_layout.order[0], shared_layout.order[1]
+    row, col = coords[outer], coords[inner]
+    per_phase = shared_layout.per_phase.bit_length() - 1
+    phase = builder.and_(builder.lshr(row, i32(per_phase)) if per_phase else row,
+                         i32(shared_layout.max_phase - 1))
+    vec_shift = shared_layout.vec.bit_length() - 1
+    col = builder.xor(col, builder.shl(phase, i32(vec_shift)) if vec_shift else phase)
+    return builder.add(builder.mul(row, i32(shape[inner])), col)
+
+
 def _storable(builder, value):
     if isinstance(value.type, ir.PointerType):
         return builder.ptrtoint(value, I64)
@@ -117,12 +140,14 @@ def lower_convert_layout(ctx, op):
 
 
 # ---- explicit shared memory buffers --------------------------------------------------------------
-def write_row_major(ctx, base, value_type, values) -> None:
-    """Store a tensor's registers (each element once) row-major at a shared pointer."""
+def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
+    """Store a tensor's registers (each element once) at a shared pointer: row-major, or as
+    `shared_layout` places them when it is swizzled."""
     b = ctx.builder
     coords = ctx.indexer.coords(b, value_type.encoding, value_type.shape)
     for reg in ctx.indexer.unique_registers(value_type.encoding, value_type.shape):
-        shared_store(ctx, base, flat_offset(b, coords[reg], value_type.shape), values[reg])
+        offset = shared_offset(b, shared_layout, coords[reg], value_type.shape)
+        shared_store(ctx, base, offset, values[reg])
 
 
 @lowers("ttg.local_alloc")
@@ -133,7 +158,8 @@ def lower_local_alloc(ctx, op):
     ctx.set(op.results[0], [base])
     if op.operands:
         barrier(ctx.builder)
-        write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]))
+        write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
+                        op.results[0].type.encoding)
         barrier(ctx.builder)
 
 
@@ -142,7 +168,7 @@ def lower_local_store(ctx, op):
     """`ttg.local_store`: registers into a shared buffer (barriers on both sides)."""
     value, buf = op.operands
     barrier(ctx.builder)
-    write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value))
+    write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
     barrier(ctx.builder)
 
 
@@ -158,9 +184,14 @@ def lower_local_load(ctx, op):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
         return
+    if layouts.is_mma_family(t.encoding):
+        from .lower_mma import load_mma_operand
+        ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
+        return
     ty = llvm_type(t)
     b = ctx.builder
-    ctx.set(op.results[0], [shared_load(ctx, base, flat_offset(b, c, t.shape), ty)
+    ctx.set(op.results[0], [shared_load(ctx, base, shared_offset(b, buf.type.encoding, c, t.shape),
+                                       ty)
                             for c in ctx.indexer.coords(b, t.encoding, t.shape)])
 
 

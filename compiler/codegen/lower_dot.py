@@ -50,6 +50,10 @@ def lower_dot(ctx, op):
     a, bv, c = op.operands
     ct: TensorType = c.type
     parent = ct.encoding
+    if layouts.is_mma_family(parent):
+        from .lower_mma import lower_mma_dot
+        lower_mma_dot(ctx, op)
+        return
     if not isinstance(parent, BlockedEncoding):
         raise LoweringError(f"tt.dot is lowered through FMA for blocked accumulators only, "
                             f"not {parent}")

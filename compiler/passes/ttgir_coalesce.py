@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from compiler.analysis.axis_info import AxisInfo, analyze
 from compiler.analysis.layout_propagation import build_blocked, encoding_of
-from compiler.ir.core import Module, Operation
+from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
@@ -20,10 +20,17 @@ def contiguity_order(info: AxisInfo, rank: int) -> tuple:
     return tuple(sorted(dims, key=lambda d: -info.contiguity[d]))
 
 
-def elements_per_access(op: Operation, info: AxisInfo, order: tuple, num_threads: int) -> int:
-    """How many elements each thread should hold along the fastest dim: enough for one
-    128-bit access where the pointers' contiguity and alignment allow, but no more than the
-    tensor has per thread (and, for ops that write, no more than one access)."""
+def _floor_pow2(n: int) -> int:
+    power = 1
+    while power * 2 <= n:
+        power *= 2
+    return power
+
+
+def access_width(op: Operation, info: AxisInfo, order: tuple) -> int:
+    """Elements one 128-bit access of `op` can move along dim `order[0]`: limited by the
+    pointers' contiguity and alignment there, the access size and the tensor's extent (a power
+    of two). This is what this op alone would want each thread to hold."""
     ptr_type = op.operands[0].type
     pointee = ptr_type.element.pointee
     bits = getattr(pointee, "width", 64)
@@ -31,13 +38,49 @@ def elements_per_access(op: Operation, info: AxisInfo, order: tuple, num_threads
     dim = order[0]
     alignment = max(info.divisibility[dim] // elem_bytes, 1)
     per_access = max(ACCESS_BITS // max(bits, 8), 1)
-    width = min(alignment, info.contiguity[dim], per_access, ptr_type.shape[dim])
-    per_thread = max(ptr_type.numel // num_threads, 1)
-    width = min(width, per_thread)
-    power = 1
-    while power * 2 <= width:
-        power *= 2
-    return power
+    return _floor_pow2(min(alignment, info.contiguity[dim], per_access, ptr_type.shape[dim]))
+
+
+def elements_per_access(op: Operation, info: AxisInfo, order: tuple, num_threads: int) -> int:
+    """How many elements each thread of `op` alone should hold along the fastest dim: one
+    128-bit access where contiguity and alignment allow, but no more than the tensor has per
+    thread."""
+    per_thread = max(op.operands[0].type.numel // num_threads, 1)
+    return _floor_pow2(min(access_width(op, info, order), per_thread))
+
+
+class _Components:
+    """Union-find over the tensor values of a function: two values are in one component when
+    some op (or region terminator) relates them, so memory ops whose data meets anywhere in
+    the kernel end up together (Triton's multi-root slice)."""
+
+    def __init__(self, func: Operation):
+        self.parent: dict = {}
+        for op in func.walk():
+            values = [v for v in list(op.operands) + list(op.results)
+                      if isinstance(v.type, TensorType)]
+            if op.name in ("scf.yield", "scf.condition") and op.parent_op is not None:
+                values += [r for r in op.parent_op.results if isinstance(r.type, TensorType)]
+            for region in op.regions:
+                for block in region.blocks:
+                    values += [a for a in block.args if isinstance(a.type, TensorType)]
+            for v in values[1:]:
+                self.union(values[0], v)
+
+    def find(self, v: Value) -> Value:
+        """The representative of `v`'s component."""
+        root = v
+        while self.parent.get(root, root) is not root:
+            root = self.parent[root]
+        while v is not root:
+            self.parent[v], v = root, self.parent.get(v, v)
+        return root
+
+    def union(self, a: Value, b: Value) -> None:
+        """Put `a` and `b` in one component."""
+        ra, rb = self.find(a), self.find(b)
+        if ra is not rb:
+            self.parent[ra] = rb
 
 
 @register_pass
@@ -45,9 +88,12 @@ class Coalesce(Pass):
     """For every tt.load, tt.store and atomic on a tensor of pointers, picks a blocked layout
     whose dim order follows the pointers' contiguity (from the axis-info analysis) and whose
     sizePerThread along the most contiguous dim gives 16-byte accesses where contiguity and
-    alignment allow, so consecutive lanes touch consecutive addresses. The op's operands are
-    converted into that layout and its result converted back; remove-layout-conversions then
-    spreads the new layout to the surrounding code."""
+    alignment allow, so consecutive lanes touch consecutive addresses. As in Triton, memory
+    ops of the same shape and dim order whose data meets (layer norm's loads of X, W, B and
+    its store of Y) get one width, the widest any of them can use, so their values need no
+    conversion between them; ops that write never take more than their own one access. The
+    op's operands are converted into that layout and its result converted back;
+    remove-layout-conversions then spreads the new layout to the surrounding code."""
 
     name = "coalesce"
     stage = "ttgir"
@@ -57,10 +103,13 @@ class Coalesce(Pass):
         threads = module.attributes["ttg.threads-per-warp"].value
         for func in module.functions():
             info = analyze(func)
-            for op in list(func.walk()):
-                if op.name not in MEMORY_OPS or not isinstance(op.operands[0].type, TensorType):
-                    continue
-                layout = self.choose_layout(op, info[op.operands[0]], num_warps, threads)
+            ops = [op for op in func.walk() if op.name in MEMORY_OPS
+                   and isinstance(op.operands[0].type, TensorType)]
+            components = _Components(func)
+            layouts = {op: self.choose_layout(op, info, ops, components, num_warps, threads)
+                       for op in ops}
+            for op in ops:
+                layout = layouts[op]
                 if layout == encoding_of(op.operands[0]):
                     ctx.record_pattern(f"keep layout of {op.name}")
                     continue
@@ -68,11 +117,28 @@ class Coalesce(Pass):
                 ctx.record_pattern(f"coalesce {op.name}")
 
     @staticmethod
-    def choose_layout(op: Operation, info: AxisInfo, num_warps: int, threads: int):
-        """The coalesced blocked layout for memory op `op` whose pointers have `info`."""
-        shape = op.operands[0].type.shape
-        order = contiguity_order(info, len(shape))
-        width = elements_per_access(op, info, order, num_warps * threads)
+    def choose_layout(op: Operation, info: dict, ops: list, components: _Components,
+                      num_warps: int, threads: int):
+        """The coalesced blocked layout for memory op `op`: its dim order from its pointers'
+        contiguity, its width the widest access of the ops in `ops` that share its shape,
+        order and component, capped by the elements each thread has (and, for ops that write,
+        by its own access width)."""
+        ptr = op.operands[0]
+        shape = ptr.type.shape
+        order = contiguity_order(info[ptr], len(shape))
+        width = access_width(op, info[ptr], order)
+        group = components.find(ptr)
+        for other in ops:
+            other_ptr = other.operands[0]
+            if other is op or other_ptr.type.shape != shape or \
+                    components.find(other_ptr) is not group or \
+                    contiguity_order(info[other_ptr], len(shape)) != order:
+                continue
+            width = max(width, access_width(other, info[other_ptr], order))
+        num_threads = num_warps * threads
+        width = min(width, max(ptr.type.numel // num_threads, 1))
+        if op.name != "tt.load":
+            width = min(width, access_width(op, info[ptr], order))
         size = [1] * len(shape)
-        size[order[0]] = width
+        size[order[0]] = _floor_pow2(width)
         return build_blocked(shape, tuple(size), order, num_warps, threads)

@@ -10,12 +10,20 @@ from compiler.ir.types import MemDescType
 from .base import Pass, PassContext, register_pass
 
 
-def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding) -> SwizzledSharedEncoding:
+def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding, shape: tuple = (),
+                      element_bytes: int = 2) -> SwizzledSharedEncoding:
     """The shared layout a dot operand is staged in: the source's dim order; no swizzling for
-    the FMA dot (blocked parent), whose threads read whole rows and columns."""
+    the FMA dot (blocked parent), whose threads read whole rows and columns. A tensor-core
+    operand is read by ldmatrix, 8 rows of 16 bytes at a time: 16-byte groups (`vec`) are
+    XOR-swizzled so those 8 rows fall in different banks, each phase covering 128 bytes of rows
+    (Triton's rule for MMA v2 operands)."""
     order = order_of(src_encoding)
     if isinstance(dot_encoding.parent, NvidiaMmaEncoding):
-        raise NotImplementedError("swizzled staging for tensor-core operands is not built yet")
+        vec = max(1, 16 // element_bytes)
+        row_bytes = shape[order[0]] * element_bytes
+        per_phase = max(1, 128 // row_bytes)
+        max_phase = max(1, 8 // per_phase)
+        return SwizzledSharedEncoding(vec, per_phase, max_phase, tuple(order))
     return SwizzledSharedEncoding(1, 1, 1, tuple(order))
 
 
@@ -38,7 +46,8 @@ class ReduceDataDuplication(Pass):
                 continue
             if not isinstance(src.encoding, (BlockedEncoding, SliceEncoding)):
                 continue
-            shared = shared_layout_for(src.encoding, dst.encoding)
+            shared = shared_layout_for(src.encoding, dst.encoding, src.shape,
+                                       max(1, src.element.width // 8))
             mem = MemDescType(src.shape, src.element, shared, mutable=False)
             alloc = LocalAllocOp([op.operands[0]], [mem], {}, None, op.loc)
             load = LocalLoadOp([alloc.result], [dst], {}, None, op.loc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
-from compiler.dialects.ttg import BlockedEncoding, SliceEncoding
+from compiler.dialects.ttg import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
@@ -13,7 +13,7 @@ from .cse import CSE
 from .base import Pass, PassContext, register_pass
 from .dce import erase_dead_ops
 from .ir_utils import defined_outside
-from .ttgir_rewrite import (fold_converts, insert_convert, insert_convert_after,
+from .ttgir_rewrite import (EXCHANGING_OPS, fold_converts, insert_convert, insert_convert_after,
                             relayout_op, set_encoding)
 
 # Ops whose result layout others must follow: forward propagation starts at their results.
@@ -63,9 +63,14 @@ class RemoveLayoutConversions(Pass):
     reduce, trans, other conversions); (2) backward rematerialization rebuilds the chain that
     produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
     expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
-    layout when the cost model says that is cheaper than the conversion; (3) values
-    carried by loops and ifs that are only ever converted to one layout are carried in it; (4) conversions of
-    loop-invariant values move out of their loops. Conversions into
+    layout when the cost model says that is cheaper than the conversion (a load is only ever
+    moved, never duplicated); (3) values carried by loops and ifs that are only ever converted
+    to one layout are carried in it; (4) conversions of loop-invariant values move out of
+    their loops; (5) a store whose value arrives through a conversion that cannot be removed
+    moves into the value's layout instead, when that layout runs along the same contiguous dim
+    at least as wide and the store's pointers and mask are cheap to rebuild in it (stores mask
+    duplicated elements, and a wider store beats a round trip through shared memory).
+    Conversions into
     #ttg.dot_op or tensor-core layouts, which a dot needs, are never removed."""
 
     name = "remove-layout-conversions"
@@ -88,6 +93,8 @@ class RemoveLayoutConversions(Pass):
                 changed |= self._loop_carried(func)
                 fold_converts(module, ctx)
                 changed |= self._hoist_invariant(func)
+                changed |= self._sink_into_stores(func)
+                fold_converts(module, ctx)
             erase_dead_ops(module, ctx)
             if not changed:
                 break
@@ -103,8 +110,8 @@ class RemoveLayoutConversions(Pass):
         while work:
             value, enc = work.pop()
             for user in value.users():
-                if user.name in BARRIERS:
-                    continue
+                if user.name in BARRIERS or user.name in EXCHANGING_OPS:
+                    continue            # (a reshape/trans result may take any layout)
                 if user.name in ("tt.reduce", "tt.scan") and not any(
                         isinstance(r.type, TensorType) for r in user.results):
                     if enc not in sinks.setdefault(user, []):
@@ -249,10 +256,13 @@ class RemoveLayoutConversions(Pass):
         except (TypeError, NotImplementedError):
             return False
 
-    def _plan_cost(self, plan: "_Plan", conv: Operation) -> float:
-        """Extra work the plan adds: ops that stay alive for other users are duplicated, and
-        conversions kept further up still cost a conversion."""
-        planned = set(v for v, _ in plan.steps)
+    def _plan_cost(self, plan: "_Plan", consumer: Operation) -> float:
+        """Extra work the plan adds when `consumer` switches to the rebuilt value: ops that stay
+        alive for other users are duplicated, and conversions kept further up still cost a
+        conversion. A load or reduction that would stay alive (or be built twice) makes the
+        plan infinitely expensive: those are never duplicated."""
+        dying = self._dying_ops(plan, consumer)
+        built: dict = {}
         cost = 0.0
         for (value, enc), kind in plan.steps.items():
             op = value.owner_op
@@ -262,14 +272,27 @@ class RemoveLayoutConversions(Pass):
                 continue
             if kind in ("leaf", "through"):
                 continue
-            shared = any(user is not conv and not any(r in planned for r in user.results)
-                         for r in op.results for user, _ in r.uses)
-            if shared:
-                if op.name in ("tt.load", "tt.reduce"):
-                    return INFINITE
-                if op.name not in ("tt.broadcast", "tt.expand_dims"):
-                    cost += self.cost.per_thread(value.type)
+            built[op] = built.get(op, 0) + 1
+            if op.name in ("tt.load", "tt.reduce") and (op not in dying or built[op] > 1):
+                return INFINITE
+            if op not in dying and op.name not in ("tt.broadcast", "tt.expand_dims"):
+                cost += self.cost.per_thread(value.type)
         return cost
+
+    @staticmethod
+    def _dying_ops(plan: "_Plan", consumer: Operation) -> set:
+        """The original ops the plan rebuilds (or looks through) that have no user left once
+        `consumer` takes the rebuilt value: every user of their results is `consumer` or
+        another dying op. Decided consumers first (the plan lists producers first)."""
+        dying: set = set()
+        for value, _enc in reversed(plan.order):
+            op = value.owner_op
+            if plan.steps[(value, _enc)] not in ("clone", "through") or op in dying:
+                continue
+            if all(user is consumer or user in dying
+                   for r in op.results for user, _ in r.uses):
+                dying.add(op)
+        return dying
 
     def _apply(self, plan: "_Plan", made: dict, root: Value, target) -> Value:
         for (value, enc), kind in plan.steps.items():
@@ -312,7 +335,8 @@ class RemoveLayoutConversions(Pass):
                 if len(targets) != 1:
                     continue
                 target = targets.pop()
-                if not _is_distributed_target(target):
+                # a tensor-core accumulator is carried in its mma layout, as Triton does
+                if not (_is_distributed_target(target) or isinstance(target, NvidiaMmaEncoding)):
                     continue
                 self._retype_carried(op, i, target)
                 self.carried_done.add((op, i))
@@ -341,6 +365,35 @@ class RemoveLayoutConversions(Pass):
             yield_op = region.blocks[0].terminator
             yield_op.set_operand(i, insert_convert(yield_op.operands[i], target, yield_op))
 
+    # ---- (5) stores take their value's layout -------------------------------------------------
+    def _sink_into_stores(self, func: Operation) -> bool:
+        changed = False
+        for store in [op for op in func.walk() if op.name == "tt.store"]:
+            conv = store.operands[1].owner_op
+            if conv is None or conv.name != "ttg.convert_layout":
+                continue
+            source = conv.operands[0].type.encoding
+            if not _no_worse_store_layout(source, store.operands[1].type.encoding):
+                continue
+            others = [v for i, v in enumerate(store.operands)
+                      if i != 1 and isinstance(v.type, TensorType)]
+            plan, made = _Plan(), {}
+            if not all(self._plan(v, source, plan, made) for v in others):
+                continue
+            if self._plan_cost(plan, store) >= self.cost.convert(conv.results[0].type):
+                self.ctx.record_pattern("keep convert_layout into tt.store")
+                continue
+            if plan.steps:
+                self._apply(plan, made, others[0], source)
+            for i, v in enumerate(store.operands):
+                if i == 1:
+                    store.set_operand(1, conv.operands[0])
+                elif isinstance(v.type, TensorType):
+                    store.set_operand(i, self._get(v, source, made))
+            self.ctx.record_pattern("move tt.store into its value's layout")
+            changed = True
+        return changed
+
     # ---- (4) loop-invariant conversions --------------------------------------------------------
     def _hoist_invariant(self, func: Operation) -> bool:
         """A conversion inside a loop of a value defined outside it gives the same result every
@@ -358,6 +411,20 @@ class RemoveLayoutConversions(Pass):
                 self.ctx.record_pattern("hoist loop-invariant convert_layout")
                 changed = True
         return changed
+
+
+def _no_worse_store_layout(new, old) -> bool:
+    """Whether a store may use layout `new` instead of `old`: both distributed, of one rank,
+    contiguous along the same dim and no narrower there (so no access gets narrower)."""
+    if not (_is_distributed_target(new) and _is_distributed_target(old)) or \
+            new.rank != old.rank:
+        return False
+    try:
+        dim = order_of(old)[0]
+        return order_of(new)[0] == dim and \
+            size_per_thread_of(new)[dim] >= size_per_thread_of(old)[dim]
+    except (TypeError, NotImplementedError):
+        return False
 
 
 class _Plan:

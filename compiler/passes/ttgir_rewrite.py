@@ -2,7 +2,7 @@
 `ttg.convert_layout`, and sweeping away the ops a rewrite left unused."""
 from __future__ import annotations
 
-from compiler.dialects.ttg import ConvertLayoutOp
+from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
@@ -83,9 +83,25 @@ def recreate_in_layout(op: Operation, encoding) -> Value | None:
     return clone.result
 
 
+# Ops whose lowering moves every element through shared memory from any distributed operand
+# layout into its result layout (compiler/codegen/lower_shape.py): a conversion in front of
+# them is a second, useless round trip.
+EXCHANGING_OPS = ("tt.reshape", "tt.trans")
+
+
+def _feeds_only_exchanges(conv: Operation) -> bool:
+    """Whether every user of conversion `conv` is a reshape/trans and its source is in a plain
+    distributed (blocked or slice) layout, so the users can take the source directly."""
+    users = [user for user, _ in conv.results[0].uses]
+    source = conv.operands[0].type.encoding
+    return bool(users) and all(u.name in EXCHANGING_OPS for u in users) and \
+        isinstance(source, (BlockedEncoding, SliceEncoding))
+
+
 def fold_converts(module: Module, ctx: PassContext) -> bool:
-    """Canonicalize conversions: drop no-op ones, collapse chains, and rebuild splats,
-    make_ranges and splat constants directly in the wanted layout. Returns whether any fired."""
+    """Canonicalize conversions: drop no-op ones, collapse chains, fold those feeding only
+    reshapes/transposes or fed by one (which move data through shared memory from any layout
+    into any layout anyway) into them, and rebuild splats, make_ranges and splat constants directly in the wanted layout. Returns whether any fired."""
     changed = False
     for op in convert_ops(module):
         if op.parent is None:
@@ -105,6 +121,18 @@ def fold_converts(module: Module, ctx: PassContext) -> bool:
             else:
                 op.set_operand(0, inner)
             ctx.record_pattern("fold convert_layout chain")
+            changed = True
+            continue
+        if _feeds_only_exchanges(op):
+            op.replace_with([src])
+            ctx.record_pattern("fold convert_layout into the reshape/trans that moves its data")
+            changed = True
+            continue
+        if producer is not None and producer.name in EXCHANGING_OPS and len(src.uses) == 1 \
+                and isinstance(dst_type.encoding, (BlockedEncoding, SliceEncoding)):
+            set_encoding(src, dst_type.encoding)
+            op.replace_with([src])
+            ctx.record_pattern("absorb convert_layout into the reshape/trans that makes its value")
             changed = True
             continue
         if producer is not None:

@@ -1,0 +1,181 @@
+"""`tt.dot` on tensor cores: `mma.sync.aligned.m16n8k16` (Triton's MMA v2) with operands read
+from shared memory by `ldmatrix`.
+
+Register layouts follow `compiler.analysis.layouts` (the PTX ISA's m16n8k16 fragments). An
+operand staged in shared memory (`ttg.local_load` whose only users are dots) is not loaded up
+front: the dot reads it one K step (16 elements) at a time, so only one step's A and B fragments
+are live beside the accumulators. Each `ldmatrix.x4` moves four 8x8 b16 matrices; the 8 lanes
+of matrix q give its row addresses. A matrix whose rows run along K in shared memory (K is the
+buffer's contiguous dim) is read as is; otherwise `.trans` hands each thread the same fragment.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.analysis import layouts
+from compiler.ir.types import TensorType
+
+from .llvm_helpers import inline_ptx, i32, llvm_type, pack_words, unpack_words
+from .lower_convert import shared_offset
+
+I32 = ir.IntType(32)
+F32 = ir.FloatType()
+MMA_TYPES = {"f16": "f16", "bf16": "bf16"}
+
+
+def _k_dim(operand_layout) -> int:
+    return 1 if operand_layout.op_idx == 0 else 0
+
+
+def _matrix_origins(layout, shape: tuple, slot_indices: list) -> list:
+    """Per pair of registers (one ldmatrix matrix each), the matrix's origin (dim 0, dim 1)
+    relative to the warp's base, as constants."""
+    slots = layouts.mma_register_slots(layout, tuple(shape))
+    return [layouts.mma_slot_offset(layout, slots[i]) for i in slot_indices[::2]]
+
+
+def _lane_offsets(ctx, layout, pattern: tuple, trans: bool):
+    """The lane's (dim 0, dim 1) address offset inside an ldmatrix group of matrices whose
+    origins differ by `pattern` from the first: the warp's base, the origin delta of matrix
+    q = lane / 8, and the row r = lane % 8 along K (trans) or along M/N."""
+    indexer = ctx.indexer
+    k_dim = _k_dim(layout)
+    p_dim = 1 - k_dim
+    mma = layout.parent
+    wm, wn = mma.warps_per_cta
+
+    def make(b):
+        lane = indexer.lane()
+        q = b.and_(b.lshr(lane, i32(3)), i32(len(pattern) - 1))
+        row = b.and_(lane, i32(7))
+        if k_dim == 1:
+            warp_p = b.mul(b.urem(b.udiv(indexer.warp(), i32(wn)), i32(wm)), i32(layouts.MMA_M))
+        else:
+            warp_p = b.mul(b.urem(indexer.warp(), i32(wn)), i32(layouts.MMA_N))
+        offsets = []
+        for d in range(2):
+            value = i32(pattern[-1][d])
+            for index in range(len(pattern) - 2, -1, -1):
+                value = b.select(b.icmp_unsigned("==", q, i32(index)), i32(pattern[index][d]),
+                                 value)
+            if d == p_dim:
+                value = b.add(value, warp_p)
+            if (d == k_dim) == trans:
+                value = b.add(value, row)
+            offsets.append(value)
+        return offsets
+    return indexer._cached(("ldmatrix", layout, pattern, trans), make)
+
+
+def _ldmatrix(ctx, address, count: int, trans: bool) -> list:
+    """One `ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: `count` i32 words."""
+    outs = ", ".join(f"${i}" for i in range(count))
+    asm = (f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
+           f"{{{outs}}}, [${count}];")
+    ret = I32 if count == 1 else ir.LiteralStructType([I32] * count)
+    result = inline_ptx(ctx.builder, ret, asm, ",".join(["=r"] * count + ["r"]), [address])
+    if count == 1:
+        return [result]
+    return [ctx.builder.extract_value(result, i) for i in range(count)]
+
+
+def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
+                       slot_indices: list) -> list:
+    """The operand registers `slot_indices` (pairs along K, in register order) of a tensor in
+    a #ttg.dot_op<{parent = #mma}> layout, read from the shared buffer at `base`."""
+    b = ctx.builder
+    layout = operand_type.encoding
+    shape = tuple(operand_type.shape)
+    k_dim = _k_dim(layout)
+    trans = shared_layout.order[0] != k_dim
+    elem_ty = llvm_type(operand_type)
+    origins = _matrix_origins(layout, shape, slot_indices)
+    values = []
+    start = 0
+    while start < len(origins):
+        count = 4 if len(origins) - start >= 4 else (2 if len(origins) - start >= 2 else 1)
+        group = origins[start:start + count]
+        pattern = tuple((o[0] - group[0][0], o[1] - group[0][1]) for o in group)
+        lane = _lane_offsets(ctx, layout, pattern, trans)
+        coords = [b.add(lane[d], i32(group[0][d])) if group[0][d] else lane[d] for d in range(2)]
+        offset = shared_offset(b, shared_layout, coords, shape)
+        address = b.gep(base, [offset], source_etype=elem_ty)
+        for word in _ldmatrix(ctx, address, count, trans):
+            values += unpack_words(b, [word], elem_ty, 2)
+        start += count
+    return values
+
+
+def load_mma_operand(ctx, base, shared_layout, operand_type: TensorType) -> list:
+    """`ttg.local_load` into a tensor-core operand layout: every register, through ldmatrix."""
+    n = layouts.elements_per_thread(operand_type.encoding, tuple(operand_type.shape))
+    return ldmatrix_registers(ctx, base, shared_layout, operand_type, list(range(n)))
+
+
+class _Operand:
+    """One dot operand: registers already lowered, or a shared buffer read per K step."""
+
+    def __init__(self, ctx, value):
+        self.ctx = ctx
+        self.type = value.type
+        self.reps = layouts.mma_repetitions(value.type.encoding, tuple(value.type.shape))
+        self.per_tile = 8 if value.type.encoding.op_idx == 0 else 4
+        producer = value.owner_op
+        self.base = ctx.shared_sources.get(id(value))
+        if self.base is not None:
+            self.shared_layout = producer.operands[0].type.encoding
+            self.registers = None
+        else:
+            self.registers = ctx.get(value)
+
+    def tile_slots(self, other: int, rk: int) -> list:
+        """Register indices of the instruction tile at (M or N repetition `other`, K step rk)."""
+        if self.type.encoding.op_idx == 0:
+            tile = other * self.reps[1] + rk
+        else:
+            tile = other * self.reps[0] + rk
+        return list(range(tile * self.per_tile, (tile + 1) * self.per_tile))
+
+    def step(self, rk: int) -> dict:
+        """{register index: value} of every tile at K step `rk`."""
+        count = self.reps[0] if self.type.encoding.op_idx == 0 else self.reps[1]
+        indices = [i for other in range(count) for i in self.tile_slots(other, rk)]
+        if self.registers is not None:
+            return {i: self.registers[i] for i in indices}
+        values = ldmatrix_registers(self.ctx, self.base, self.shared_layout, self.type, indices)
+        return dict(zip(indices, values))
+
+
+def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list:
+    """One `mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32`."""
+    asm = (f"mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32 "
+           "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
+    constraints = ",".join(["=f"] * 4 + ["r"] * 6 + ["f"] * 4)
+    ret = ir.LiteralStructType([F32] * 4)
+    result = inline_ptx(builder, ret, asm, constraints, a_words + b_words + acc,
+                        side_effect=False)
+    return [builder.extract_value(result, i) for i in range(4)]
+
+
+def lower_mma_dot(ctx, op) -> None:
+    """`tt.dot` with a #ttg.nvidia_mma v2 accumulator: per K step, the step's A and B fragments,
+    then one mma.sync per (M, N) instruction tile of the warp."""
+    a, bv, c = op.operands
+    b = ctx.builder
+    element = MMA_TYPES[str(a.type.element)]
+    acc = list(ctx.get(c))
+    rep_m, rep_n = layouts.mma_repetitions(c.type.encoding, tuple(c.type.shape))
+    a_op, b_op = _Operand(ctx, a), _Operand(ctx, bv)
+    rep_k = a_op.reps[1]
+    for rk in range(rep_k):
+        a_regs, b_regs = a_op.step(rk), b_op.step(rk)
+        a_words = {rm: pack_words(b, [a_regs[i] for i in a_op.tile_slots(rm, rk)], 32)
+                   for rm in range(rep_m)}
+        b_words = {rn: pack_words(b, [b_regs[i] for i in b_op.tile_slots(rn, rk)], 32)
+                   for rn in range(rep_n)}
+        for rm in range(rep_m):
+            for rn in range(rep_n):
+                first = (rm * rep_n + rn) * 4
+                acc[first:first + 4] = _mma(b, element, a_words[rm], b_words[rn],
+                                            acc[first:first + 4])
+    ctx.set(op.results[0], acc)

@@ -1,0 +1,83 @@
+"""accelerate-matmul: move fp16/bf16 `tt.dot`s onto tensor cores (mma.sync m16n8k16, MMA v2)."""
+from __future__ import annotations
+
+from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
+from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
+from compiler.ir.core import Module, Operation
+from compiler.ir.types import FloatType, TensorType
+
+from .base import Pass, PassContext, register_pass
+from .ttgir_rewrite import fold_converts, relayout_op
+
+#: operand element types mma.sync m16n8k16 takes here, with an f32 accumulator
+MMA_INPUTS = ("f16", "bf16")
+
+
+def warps_per_tile(shape: tuple, num_warps: int) -> tuple | None:
+    """Triton's warpsPerTileV2: give warps to M or N, whichever has more instruction tiles per
+    warp, until all `num_warps` are placed. None when they cannot all be placed without two
+    warps computing the same tile (the tensor is smaller than the warps' tile)."""
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if shape[0] // (MMA_M * wm) >= shape[1] // (MMA_N * wn) and wm < shape[0] // MMA_M:
+            wm *= 2
+        else:
+            wn *= 2
+    if shape[0] < MMA_M * wm or shape[1] < MMA_N * wn:
+        return None
+    return wm, wn
+
+
+def _element_name(t) -> str:
+    element = t.element
+    return str(element) if isinstance(element, FloatType) else ""
+
+
+def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
+    """The MMA v2 accumulator layout a `tt.dot` can use, or None when it must stay on FMA: fp32
+    (even where tf32 is allowed), integer and fp8 operands, a non-f32 accumulator, a blocked
+    layout missing, or M/N/K not multiples of 16/8/16 the warps can tile."""
+    a, b, c = op.operands
+    if not all(isinstance(v.type, TensorType) for v in (a, b, c)):
+        return None
+    if not isinstance(c.type.encoding, BlockedEncoding) or len(c.type.shape) != 2:
+        return None
+    if _element_name(a.type) not in MMA_INPUTS or _element_name(a.type) != _element_name(b.type):
+        return None
+    if _element_name(c.type) != "f32":
+        return None
+    m, n = c.type.shape
+    k = a.type.shape[1]
+    if m % MMA_M or n % MMA_N or k % MMA_K:
+        return None
+    warps = warps_per_tile((m, n), num_warps)
+    if warps is None:
+        return None
+    return NvidiaMmaEncoding(2, 0, warps, (MMA_M, MMA_N))
+
+
+@register_pass
+class AccelerateMatmul(Pass):
+    """Rewrites each tt.dot that tensor cores can compute (f16/bf16 operands, f32 accumulator,
+    M, N, K multiples of 16, 8, 16) into the #ttg.nvidia_mma v2 accumulator layout, with
+    #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as Triton's AccelerateMatmul does for
+    sm_80+ without wgmma. Conversions are inserted around the dot; remove-layout-conversions then
+    carries the accumulator in the mma layout through loops. Other dots stay on FMA."""
+
+    name = "accelerate-matmul"
+    stage = "ttgir"
+
+    def run(self, module: Module, ctx: PassContext) -> None:
+        attr = module.attributes.get("ttg.num-warps")
+        num_warps = attr.value if attr is not None else 4
+        changed = False
+        for op in [o for o in module.walk() if o.name == "tt.dot"]:
+            mma = mma_encoding_for(op, num_warps)
+            if mma is None:
+                continue
+            relayout_op(op, [DotOperandEncoding(0, mma, 2), DotOperandEncoding(1, mma, 2), mma],
+                        [mma])
+            ctx.record_pattern("tt.dot -> mma.sync m16n8k16 (MMA v2)", op=op)
+            changed = True
+        if changed:
+            fold_converts(module, ctx)
