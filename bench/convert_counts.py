@@ -3,7 +3,9 @@
 Compiles every kernel of tests/kernels_zoo.py (BY_NAME) as far as ttgir, with a fixed seed for
 its inputs, and prints one row per kernel: conversions left, loads in the ttir and in the ttgir
 (a load must never be duplicated by rematerialization, so the two should match), and, with
-`--compare FILE`, the conversion count recorded earlier with `--save FILE`.
+`--compare FILE`, the counts recorded earlier with `--save FILE` beside them.
+bench/convert_counts_baseline.json holds the counts before the coalesce / remove-layout-conversions
+work of issue 4 item 2; bench/convert_counts.md the table made against it.
 
     python bench/convert_counts.py [--save counts.json] [--compare counts.json] [--only NAME...]
 """
@@ -52,7 +54,8 @@ def main(argv=None) -> int:
     counts: dict = {}
     header = "| kernel | convert_layout | loads ttir -> ttgir |"
     if before:
-        header = "| kernel | convert_layout before | convert_layout after | loads ttir -> ttgir |"
+        header = ("| kernel | convert_layout before | convert_layout after | loads ttir -> ttgir "
+                  "before | loads ttir -> ttgir after |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for name in names:
@@ -64,14 +67,16 @@ def main(argv=None) -> int:
         counts[name] = row
         loads = f"{row['loads_ttir']} -> {row['loads_ttgir']}"
         if before:
-            old = before.get(name, {}).get("convert_layout", "?")
-            print(f"| {name} | {old} | {row['convert_layout']} | {loads} |")
+            old = before.get(name, {})
+            old_loads = f"{old.get('loads_ttir', '?')} -> {old.get('loads_ttgir', '?')}"
+            print(f"| {name} | {old.get('convert_layout', '?')} | {row['convert_layout']} | "
+                  f"{old_loads} | {loads} |")
         else:
             print(f"| {name} | {row['convert_layout']} | {loads} |")
     total = sum(r["convert_layout"] for r in counts.values())
     if before:
         old_total = sum(before[n]["convert_layout"] for n in counts if n in before)
-        print(f"| **total** | {old_total} | {total} | |")
+        print(f"| **total** | {old_total} | {total} | | |")
     else:
         print(f"| **total** | {total} | |")
     if args.save:

@@ -44,12 +44,20 @@ def _same_distribution(src, dst) -> bool:
 def scratch_bytes(op: Operation) -> int:
     """Shared memory `op` needs while it runs (0 for most ops):
     convert_layout: the whole tensor (numel * element bytes) unless the layouts are equal;
+    trans / reshape: likewise (they move their data through shared memory);
     reduce / scan: when warps split the reduced axis, one value per warp per output element
       (numel of the result with the axis counted as the warps along it) for each operand;
     atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads."""
     if op.name == "ttg.convert_layout":
         src, dst = op.operands[0].type, op.results[0].type
         if _same_distribution(src, dst):
+            return 0
+        return _numel(src.shape) * byte_width(src)
+    if op.name in ("tt.trans", "tt.reshape"):
+        # lowered as an exchange through shared memory (codegen/lower_shape.py), like a
+        # conversion, unless a reshape keeps shape and distribution
+        src, dst = op.operands[0].type, op.results[0].type
+        if src.shape == dst.shape and _same_distribution(src, dst):
             return 0
         return _numel(src.shape) * byte_width(src)
     if op.name in ("tt.reduce", "tt.scan"):

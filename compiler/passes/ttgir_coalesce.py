@@ -41,14 +41,6 @@ def access_width(op: Operation, info: AxisInfo, order: tuple) -> int:
     return _floor_pow2(min(alignment, info.contiguity[dim], per_access, ptr_type.shape[dim]))
 
 
-def elements_per_access(op: Operation, info: AxisInfo, order: tuple, num_threads: int) -> int:
-    """How many elements each thread of `op` alone should hold along the fastest dim: one
-    128-bit access where contiguity and alignment allow, but no more than the tensor has per
-    thread."""
-    per_thread = max(op.operands[0].type.numel // num_threads, 1)
-    return _floor_pow2(min(access_width(op, info, order), per_thread))
-
-
 class _Components:
     """Union-find over the tensor values of a function: two values are in one component when
     some op (or region terminator) relates them, so memory ops whose data meets anywhere in

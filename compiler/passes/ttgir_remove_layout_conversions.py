@@ -17,7 +17,7 @@ from .ttgir_rewrite import (EXCHANGING_OPS, fold_converts, insert_convert, inser
                             relayout_op, set_encoding)
 
 # Ops whose result layout others must follow: forward propagation starts at their results.
-ANCHORS = ("tt.load", "tt.dot", "tt.atomic_rmw", "tt.atomic_cas")
+ANCHORS = ("tt.load", "tt.dot", "tt.atomic_rmw", "tt.atomic_cas", "tt.reshape", "tt.trans")
 # Ops that never take a propagated layout (they fix their own, or cross region boundaries).
 BARRIERS = ("tt.load", "tt.dot", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "scf.yield",
             "scf.for", "scf.if", "scf.while", "scf.condition", "tt.print", "tt.assert",
@@ -106,6 +106,12 @@ class RemoveLayoutConversions(Pass):
         sinks: dict[Operation, list] = {}       # reductions to scalars: any operand layout
         work = [(r, r.type.encoding) for op in func.walk() if op.name in ANCHORS
                 for r in op.results if isinstance(r.type, TensorType)]
+        # a tensor-core accumulator carried out of a loop is an anchor too (its epilogue, e.g.
+        # the downcast before the store, then runs in the mma layout, as in Triton)
+        work += [(r, r.type.encoding) for op in func.walk() if op.name in ("scf.for", "scf.if")
+                 for r in op.results
+                 if isinstance(r.type, TensorType) and isinstance(r.type.encoding,
+                                                                  NvidiaMmaEncoding)]
         visited = set(work)
         while work:
             value, enc = work.pop()
@@ -267,7 +273,8 @@ class RemoveLayoutConversions(Pass):
         for (value, enc), kind in plan.steps.items():
             op = value.owner_op
             if kind == "reconvert":
-                if op.operands[0].type.encoding != enc:
+                # a conversion that dies with the plan is replaced by the new one, not added
+                if op.operands[0].type.encoding != enc and op not in dying:
                     cost += self.cost.convert(value.type)
                 continue
             if kind in ("leaf", "through"):
@@ -287,7 +294,7 @@ class RemoveLayoutConversions(Pass):
         dying: set = set()
         for value, _enc in reversed(plan.order):
             op = value.owner_op
-            if plan.steps[(value, _enc)] not in ("clone", "through") or op in dying:
+            if plan.steps[(value, _enc)] not in ("clone", "through", "reconvert") or op in dying:
                 continue
             if all(user is consumer or user in dying
                    for r in op.results for user, _ in r.uses):
@@ -367,6 +374,8 @@ class RemoveLayoutConversions(Pass):
 
     # ---- (5) stores take their value's layout -------------------------------------------------
     def _sink_into_stores(self, func: Operation) -> bool:
+        """Move each store fed by an irremovable conversion into the conversion's source
+        layout when that is no worse for the store and cheap for its pointers and mask."""
         changed = False
         for store in [op for op in func.walk() if op.name == "tt.store"]:
             conv = store.operands[1].owner_op

@@ -150,15 +150,18 @@ def test_coalesce_fp16_is_eight_wide():
 
 
 def test_coalesce_keeps_layout_without_contiguity_or_alignment():
-    # gathered offsets: nothing is known, so one element per access is all it can do (the
-    # contiguous load of the offsets themselves is widened)
+    # gathered offsets: nothing is known about the gathered addresses. As in Triton, the
+    # gathering load takes the width of the contiguous load of the offsets it depends on (one
+    # layout for both, no conversion between them; loads may have gaps, L1 absorbs them), but
+    # the scattering store, which writes, keeps the one element per access it can do.
     text, fired = run(vector_kernel(offsets="gather"), "coalesce")
-    assert fired == {"coalesce tt.load": 1, "keep layout of tt.load": 1,
-                     "keep layout of tt.store": 1}
+    assert fired == {"coalesce tt.load": 2, "keep layout of tt.store": 1}
     filecheck(text, """
         CHECK: #blocked = #ttg.blocked<{sizePerThread = [1]
-        CHECK: %v = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #blocked>
-        CHECK-NEXT: tt.splat %y
+        CHECK: #[[W:blocked1]] = #ttg.blocked<{sizePerThread = [4]
+        CHECK: %offs = tt.load {{.*}} : tensor<512x!tt.ptr<i32>, #[[W]]>
+        CHECK: %v = tt.load {{.*}} : tensor<512x!tt.ptr<f32>, #[[W]]>
+        CHECK: tt.store %optrs, {{.*}} : tensor<512x!tt.ptr<f32>, #blocked>
     """)
     # contiguous but not known to be aligned: no wider access is safe
     fired = unchanged(vector_kernel(div=""), "coalesce")
@@ -264,8 +267,8 @@ def test_remove_conversions_keeps_dot_operand_conversions():
 
 
 def test_remove_conversions_does_not_duplicate_a_shared_load():
-    # The loaded value is stored in two layouts: moving the load would duplicate it, and
-    # pushing its layout through the conversion only moves the conversion; nothing changes.
+    # The loaded value is stored in two layouts: moving the load would duplicate it, so the
+    # second store moves into the load's (wider, same-order) layout instead; one load stays.
     body = """
     %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b4>
     %base = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #b4>
@@ -280,8 +283,15 @@ def test_remove_conversions_does_not_duplicate_a_shared_load():
     """
     ir = ttgir(body, f"%x: !tt.ptr<f32> {ARG16}, %y: !tt.ptr<f32> {ARG16}",
                {"b1": B1, "b4": B4})
-    fired = unchanged(ir, "remove-layout-conversions")
-    assert fired == {}
+    text, fired = run(ir, "remove-layout-conversions")
+    assert fired.get("move tt.store into its value's layout") == 1
+    assert text.count("tt.load ") == 1 and "ttg.convert_layout" not in text
+    filecheck(text, """
+        CHECK: %v = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #[[W:blocked]]>
+        CHECK: tt.store %ptrs, %v : tensor<512x!tt.ptr<f32>, #[[W]]>
+        CHECK: tt.addptr {{.*}} : tensor<512x!tt.ptr<f32>, #[[W]]>, tensor<512xi32, #[[W]]>
+        CHECK-NEXT: tt.store {{.*}}, %v : tensor<512x!tt.ptr<f32>, #[[W]]>
+    """)
 
 
 # ---- optimize-thread-locality -------------------------------------------------------------------
@@ -467,7 +477,9 @@ def test_allocation_without_buffers_sets_zero():
 
 
 def test_remove_conversions_hoists_a_needed_conversion_out_of_its_loop():
-    # the load cannot move into the narrower layout, so the conversion stays, but once
+    # the load cannot move into the narrower layout, and the store cannot move into the
+    # load's layout (its scattered pointers come from a load that is used twice), so the
+    # conversion stays, but once
     body = """
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
@@ -476,16 +488,20 @@ def test_remove_conversions_hoists_a_needed_conversion_out_of_its_loop():
     %ptrs = tt.addptr %base, %r : tensor<512x!tt.ptr<f32>, #b4>, tensor<512xi32, #b4>
     %v = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
     %r1 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b1>
+    %ibase = tt.splat %idx : !tt.ptr<i32> -> tensor<512x!tt.ptr<i32>, #b1>
+    %iptrs = tt.addptr %ibase, %r1 : tensor<512x!tt.ptr<i32>, #b1>, tensor<512xi32, #b1>
+    %offs = tt.load %iptrs : tensor<512x!tt.ptr<i32>, #b1>
+    tt.store %iptrs, %offs : tensor<512x!tt.ptr<i32>, #b1>
     %ybase = tt.splat %y : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #b1>
-    %yptrs = tt.addptr %ybase, %r1 : tensor<512x!tt.ptr<f32>, #b1>, tensor<512xi32, #b1>
+    %yptrs = tt.addptr %ybase, %offs : tensor<512x!tt.ptr<f32>, #b1>, tensor<512xi32, #b1>
     scf.for %i = %c0 to %n step %c1 : i32 {
       %v1 = ttg.convert_layout %v : tensor<512xf32, #b4> -> tensor<512xf32, #b1>
       tt.store %yptrs, %v1 : tensor<512x!tt.ptr<f32>, #b1>
       scf.yield
     }
     """
-    ir = ttgir(body, f"%x: !tt.ptr<f32> {ARG16}, %y: !tt.ptr<f32> {ARG16}, %n: i32",
-               {"b1": B1, "b4": B4})
+    ir = ttgir(body, f"%x: !tt.ptr<f32> {ARG16}, %y: !tt.ptr<f32> {ARG16}, "
+               f"%idx: !tt.ptr<i32> {ARG16}, %n: i32", {"b1": B1, "b4": B4})
     text, fired = run(ir, "remove-layout-conversions")
     filecheck(text, """
         CHECK: %v1 = ttg.convert_layout %v

@@ -1,5 +1,5 @@
 """A small, wide set of ttir kernels for the ttgir pipeline tests: reductions along each axis of
-2-D tensors, 2-D masks, a transpose that needs a conversion, integer ops, fp16/bf16, a scan,
+2-D tensors, 2-D masks, a transpose whose layouts disagree, integer ops, fp16/bf16, a scan,
 an argmax (two-operand reduce), a loop with loop-carried pointers and an scf.if."""
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def masked_2d_kernel() -> str:
 
 def transpose_kernel() -> str:
     """Load a 64x32 tile row-major, tt.trans it, store it row-major as 32x64: the loaded and the
-    stored layouts disagree, so one conversion must stay."""
+    stored layouts disagree, so data must move between threads once."""
     body = (_tile_ptrs("x", "%in", 64, 32, "f32", "%sin")
             + "    %x = tt.load %xptrs : tensor<64x32x!tt.ptr<f32>>\n"
             + "    %t = tt.trans %x {order = array<i32: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>\n"
