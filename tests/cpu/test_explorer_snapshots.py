@@ -20,6 +20,14 @@ from explorer_screens import capture, make_traces  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_reference(), reason="../shared/reference absent")
 SNAPSHOTS = Path(__file__).parent / "snapshots"
+RENDERERS = SNAPSHOTS / "renderers.txt"
+
+
+def renderer_versions() -> str:
+    """The versions of the packages that draw the SVG: byte comparisons hold only between
+    identical ones."""
+    from importlib.metadata import version
+    return " ".join(f"{name}=={version(name)}" for name in ("textual", "rich")) + "\n"
 STORED = ("kernels", "stages", "passes", "diff", "layouts", "linked", "pipeline")
 KEY_TEXT = {
     "kernels": ["softmax_kernel", "add_kernel", "BLOCK=4096", "Enter opens"],
@@ -62,8 +70,13 @@ def test_screen_at_80x24(name, traces):
     if os.environ.get("TILE_UPDATE_SNAPSHOTS") == "1" or not path.exists():
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(svg)
+        RENDERERS.write_text(renderer_versions())
         if os.environ.get("TILE_UPDATE_SNAPSHOTS") != "1":
             pytest.fail(f"no stored snapshot: wrote {path}; check it and run again")
+    if RENDERERS.exists() and RENDERERS.read_text() != renderer_versions():
+        pytest.skip(f"snapshots were rendered with {RENDERERS.read_text().strip()}; this is "
+                    f"{renderer_versions().strip()} (key text was checked; regenerate with "
+                    "TILE_UPDATE_SNAPSHOTS=1 to compare bytes)")
     assert svg == path.read_text(), (
         f"{name} differs from {path}; if the change is deliberate, rerun with "
         "TILE_UPDATE_SNAPSHOTS=1 and review the new SVG")
