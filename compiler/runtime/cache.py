@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -114,9 +113,9 @@ def compiler_fingerprint() -> str:
 
 @functools.lru_cache(maxsize=None)
 def toolchain_versions(ptxas: str | None = None) -> dict:
-    """Versions of the tools that shape the output: llvmlite and its LLVM, ptxas (its
-    `--version` text; `ptxas` is the path to use, else the one codegen would find),
-    cuda-bindings."""
+    """Versions of the tools that shape the output: llvmlite and its LLVM, ptxas (identified by
+    its path, size and modification time, which change with the binary and cost no process
+    start; `ptxas` is the path to use, else the one codegen would find), cuda-bindings."""
     versions: dict[str, str] = {}
     try:
         import llvmlite
@@ -128,10 +127,9 @@ def toolchain_versions(ptxas: str | None = None) -> dict:
     path = ptxas or _find_ptxas()
     if path:
         try:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
-            lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
-            versions["ptxas"] = " | ".join(lines[-2:])     # release line and build line
-        except (OSError, subprocess.SubprocessError) as exc:
+            stat = os.stat(path)
+            versions["ptxas"] = f"{os.path.realpath(path)}:{stat.st_size}:{stat.st_mtime_ns}"
+        except OSError as exc:
             versions["ptxas"] = f"unusable: {type(exc).__name__}"
     else:
         versions["ptxas"] = "absent"
