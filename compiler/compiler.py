@@ -73,7 +73,7 @@ class CompileOptions:
         """The options that change generated code (what the disk cache key includes)."""
         return {name: getattr(self, name) for name in
                 ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "arch",
-                 "pipelines", "build_cubin", "debug")}
+                 "pipelines", "build_cubin", "build_sass", "debug")}
 
 
 @dataclass

@@ -442,12 +442,14 @@ class JITFunction(KernelInterface):
 
     def _compile_full(self, key: tuple, spec: Specialization):
         """Run the whole pipeline (`compiler.compiler.compile`) and cache the result. Launch
-        options the compile driver has no field for (num_ctas, maxnreg, enable_fp_fusion) are
-        accepted for Triton compatibility but not passed on."""
+        options the compile driver has no field for are accepted for Triton compatibility but
+        not passed on. SASS (a disassembler run, ~0.5 s) is made only when a recorder (the
+        explorer) will show it."""
         from compiler.compiler import CompileOptions, compile as compile_source
 
         known = CompileOptions.__dataclass_fields__
         options = {k: v for k, v in self.compile_options(key).items() if k in known}
+        options["build_sass"] = bool(_recording.ACTIVE)
         compiled = compile_source(self.source_for(spec), options=options)
         self._compiled[key] = compiled
         _recording.on_compile(compiled)
