@@ -5,7 +5,8 @@ from __future__ import annotations
 from compiler.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr, symbol_text
 from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.parser import OpParts
-from compiler.ir.syntax import Convert, EnumThenType, OperandTypes, SameType, Syntax, Terminator
+from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
+                                Syntax, Terminator)
 from compiler.ir.types import (FunctionType, IntegerType, TensorType, like,
                                shape_of)
 from compiler.ir.verifier_errors import VerificationError
@@ -150,7 +151,6 @@ GetNumProgramsOp = define_op("GetNumProgramsOp", "tt.get_num_programs",
 
 
 def _verify_make_range(op):
-    from compiler.ir.syntax import AttrsThenType  # noqa: F401
     start, end = op.attributes["start"].value, op.attributes["end"].value
     t = op.results[0].type
     if not isinstance(t, TensorType) or t.rank != 1 or t.element != IntegerType(32):
@@ -162,12 +162,7 @@ def _verify_make_range(op):
         raise VerificationError(op, f"range length {n} must be a power of two")
 
 
-def _make_range_syntax():
-    from compiler.ir.syntax import AttrsThenType
-    return AttrsThenType()
-
-
-MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", _make_range_syntax(), ("pure",),
+MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(), ("pure",),
                         _verify_make_range)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .attributes import Attribute, DenseAttr, IntegerAttr
+from .attributes import Attribute, IntegerAttr
 from .core import BlockArgument, Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
 from .types import MemDescType, TensorType, Type
@@ -108,10 +108,9 @@ class Printer:
         return ", ".join(self.type(t) for t in ts)
 
     def attr(self, a: Attribute) -> str:
+        """An attribute's text; layout encodings print by alias."""
         if hasattr(a, "alias_prefix"):
             return self.layout(a)
-        if isinstance(a, DenseAttr) and a.type.encoding is not None:
-            return str(a)
         return str(a)
 
     def attr_dict(self, attributes: dict, exclude=(), keyword: str = "") -> str:

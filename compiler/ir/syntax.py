@@ -125,12 +125,12 @@ class AttrsThenType(Syntax):
                 dense = ps.dense_attribute()
                 attrs[self.bare_attr] = dense
                 return OpParts([], [dense.type], attrs)
-            if ps.keyword("true") or ps.keyword("false"):
-                raw = ps.text[ps.pos - 5:ps.pos].strip()
-                ps.expect(":")
-                t = ps.type()
-                attrs[self.bare_attr] = IntegerAttr(1 if raw.endswith("true") else 0, t)
-                return OpParts([], [t], attrs)
+            for word, value in (("true", 1), ("false", 0)):
+                if ps.keyword(word):
+                    ps.expect(":")
+                    t = ps.type()
+                    attrs[self.bare_attr] = IntegerAttr(value, t)
+                    return OpParts([], [t], attrs)
             from .parser import NUMBER
             raw = ps.match(NUMBER)
             if raw is None:
