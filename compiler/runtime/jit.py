@@ -50,12 +50,16 @@ class RuntimeEnv:
     """Environment switches of the runtime, read once (when a kernel is defined)."""
 
     interpret: bool = False
+    dump: bool = False
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "RuntimeEnv":
-        """Read `TILE_INTERPRET` (1/true/yes/on forces the interpreter)."""
-        value = environ.get("TILE_INTERPRET", "").strip().lower()
-        return cls(interpret=value in ("1", "true", "yes", "on"))
+        """Read `TILE_INTERPRET` (1/true/yes/on forces the interpreter) and `TILE_KERNEL_DUMP`
+        (kernels run by the interpreter are then compiled through every stage too, so that
+        each stage can be dumped)."""
+        def flag(name: str) -> bool:
+            return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+        return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"))
 
 
 class KernelArgumentError(CompilationError, TypeError):
@@ -491,7 +495,7 @@ class JITFunction(KernelInterface):
         compiled = self._compiled.get(key)
         trace = getattr(compiled, "trace", None)
         note = None
-        if compiled is None and _recording.wants_full_compile():
+        if compiled is None and (_recording.wants_full_compile() or self.env.dump):
             try:
                 compiled = self._compile_full(key, spec)
                 trace = compiled.trace

@@ -84,3 +84,18 @@ def test_python_lines_map_to_their_ops():
         text = kernel.asm[stage].splitlines()
         names = [text[n - 1] for n in lines[stage]]
         assert any("tt.store" in line for line in names), names
+
+
+def test_kernel_dump_env_writes_every_stage_even_through_the_interpreter(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    env = {"TILE_KERNEL_DUMP": "1", "TILE_DUMP_DIR": str(tmp_path / "dump"),
+           "TILE_INTERPRET": "1", "TILE_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": __import__("os").environ["PATH"], "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, str(root / "sample_kernels" / "vector_add.py")], env=env,
+                   check=True, capture_output=True)
+    files = sorted(p.name for p in (tmp_path / "dump" / "add_kernel").iterdir())
+    assert files[0] == "00-source.py" and any(f.endswith("-ttgir-coalesce.mlir") for f in files)
+    assert "trace.json" in files
