@@ -5,7 +5,9 @@ Triton's semantics: a blocked layout gives each thread `sizePerThread` contiguou
 that CTA tile the tile repeats (more registers per thread), and when it is smaller the
 coordinates wrap, so several threads (or registers) hold the same element. A slice layout is its
 parent with one dimension removed; a dot-operand layout with a blocked parent gives each thread
-the parent's rows (A) or columns (B) and the whole K dimension.
+the parent's rows (A) or columns (B) and the whole K dimension. The tensor-core layouts
+(#ttg.nvidia_mma v2 and dot operands with that parent) follow the PTX ISA's mma.m16n8k16
+fragments; see the section at the end.
 
 Register order (used by the lowering for every tensor): within a thread, the `sizePerThread`
 elements first, dims fastest-varying first (`order`), then the repetitions of the CTA tile, again
@@ -233,7 +235,7 @@ def describe(layout, shape: tuple) -> str:
             f"{'x'.join(map(str, root.shape_per_cta_tile()))}, warps {num_warps_of(layout)}")
 
 
-# ---- tensor-core layouts: mma.sync m16n8k16 (Triton's MMA v2) ---------------------------------------
+# ---- tensor-core layouts: mma.sync m16n8k16 (Triton's MMA v2) ------------------------------------
 # PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": in lane `l`, with
 # groupID g = l // 4 and threadID_in_group t = l % 4,
 #   C/D (16x8, f32): c0,c1 at (g, 2t + {0,1}); c2,c3 at (g + 8, 2t + {0,1})

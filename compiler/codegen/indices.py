@@ -104,11 +104,22 @@ class LayoutIndexer:
             out.append(coord)
         return out
 
+    def mma_warp_offset(self, mma, dim: int):
+        """Where the thread's warp starts along `dim` (0: M, 1: N) in the CTA tile of an mma
+        layout: 16 * its M index or 8 * its N index (warp ids run along N first)."""
+        wm, wn = mma.warps_per_cta
+
+        def make(b):
+            if dim == 0:
+                warp_m = b.and_(b.lshr(self.warp(), i32(_log2(wn))), i32(wm - 1))
+                return b.mul(warp_m, i32(layouts.MMA_M))
+            return b.mul(b.and_(self.warp(), i32(wn - 1)), i32(layouts.MMA_N))
+        return self._cached(("mma-warp", mma, dim), make)
+
     def mma_base(self, layout, dim: int):
         """The thread's base coordinate along `dim` in an mma accumulator / operand layout
         (`layouts.mma_thread_base` as LLVM values, computed once in the prologue)."""
         mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-        wm, wn = mma.warps_per_cta
         op_idx = getattr(layout, "op_idx", None)
 
         def make(b):
@@ -117,12 +128,8 @@ class LayoutIndexer:
             pair = b.shl(b.and_(lane, i32(3)), i32(1))
             if (op_idx, dim) in ((0, 1), (1, 0)):
                 return pair
-            if dim == 0:
-                warp_m = b.urem(b.udiv(self.warp(), i32(wn)), i32(wm))
-                return b.add(b.mul(warp_m, i32(layouts.MMA_M)), group)
-            warp_n = b.urem(self.warp(), i32(wn))
-            inner = group if op_idx == 1 else pair
-            return b.add(b.mul(warp_n, i32(layouts.MMA_N)), inner)
+            inner = group if dim == 0 or op_idx == 1 else pair
+            return b.add(self.mma_warp_offset(mma, dim), inner)
         return self._cached(("mma", layout, dim), make)
 
     def _mma_coords(self, builder, layout, shape: tuple) -> list:
@@ -155,9 +162,9 @@ class LayoutIndexer:
 
         def make(b):
             if op_idx == 0:
-                index = b.urem(self.warp(), i32(wn))
+                index = b.and_(self.warp(), i32(wn - 1))
             else:
-                index = b.urem(b.udiv(self.warp(), i32(wn)), i32(wm))
+                index = b.and_(b.lshr(self.warp(), i32(_log2(wn))), i32(wm - 1))
             return b.icmp_unsigned("==", index, i32(0))
         return self._cached(("owner", layout, shape), make)
 

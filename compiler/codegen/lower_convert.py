@@ -11,6 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from compiler.analysis import layouts
+from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
@@ -35,26 +36,34 @@ def flat_offset(builder, coords, shape):
     return offset if offset is not None else i32(0)
 
 
-def is_swizzled(shared_layout) -> bool:
-    """Whether a shared layout XOR-swizzles its rows (only tensor-core operands are, so far)."""
-    return getattr(shared_layout, "max_phase", 1) > 1
+def follows_order(shared_layout) -> bool:
+    """Whether a shared buffer is laid out by its encoding's `order` and swizzle. Buffers with
+    `vec` 1 (the FMA dot's staging) are plain row-major whatever their order: the FMA dot reads
+    them so; tensor-core operand buffers (`vec` > 1, read by ldmatrix) follow their encoding."""
+    return getattr(shared_layout, "vec", 1) > 1
+
+
+def contiguous_dim(shared_layout, rank: int) -> int:
+    """The dim whose consecutive elements are adjacent in a shared buffer."""
+    return shared_layout.order[0] if follows_order(shared_layout) else rank - 1
 
 
 def shared_offset(builder, shared_layout, coords, shape):
-    """Element offset (i32) of per-dim coordinates in a shared buffer. Unswizzled buffers are
-    row-major whatever their `order` (the FMA dot reads them so); a swizzled rank-2 buffer stores
-    rows along `order[1]` of `shape[order[0]]` elements, and element (row, col) sits at column
-    col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling, which keeps each `vec`
-    group contiguous and spreads the groups of consecutive rows over the banks."""
-    if not is_swizzled(shared_layout):
+    """Element offset (i32) of per-dim coordinates in a shared buffer. A buffer that follows its
+    rank-2 encoding stores rows along `order[1]` of `shape[order[0]]` elements, and element
+    (row, col) sits at column col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling,
+    which keeps each `vec` group contiguous and spreads the groups of consecutive rows over the
+    banks. Other buffers are row-major."""
+    if not follows_order(shared_layout):
         return flat_offset(builder, coords, shape)
     inner, outer = shared_layout.order[0], shared_layout.order[1]
     row, col = coords[outer], coords[inner]
-    per_phase = shared_layout.per_phase.bit_length() - 1
-    phase = builder.and_(builder.lshr(row, i32(per_phase)) if per_phase else row,
-                         i32(shared_layout.max_phase - 1))
-    vec_shift = shared_layout.vec.bit_length() - 1
-    col = builder.xor(col, builder.shl(phase, i32(vec_shift)) if vec_shift else phase)
+    if shared_layout.max_phase > 1:
+        per_phase = shared_layout.per_phase.bit_length() - 1
+        phase = builder.and_(builder.lshr(row, i32(per_phase)) if per_phase else row,
+                             i32(shared_layout.max_phase - 1))
+        vec_shift = shared_layout.vec.bit_length() - 1
+        col = builder.xor(col, builder.shl(phase, i32(vec_shift)))
     return builder.add(builder.mul(row, i32(shape[inner])), col)
 
 
@@ -142,12 +151,46 @@ def lower_convert_layout(ctx, op):
 # ---- explicit shared memory buffers --------------------------------------------------------------
 def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
     """Store a tensor's registers (each element once) at a shared pointer: row-major, or as
-    `shared_layout` places them when it is swizzled."""
+    `shared_layout` places them when it is swizzled. Into a buffer that follows its encoding,
+    runs of registers contiguous along its inner dim go in one vector store of up to 16 bytes
+    (swizzling moves whole `vec` groups, so such a run stays contiguous)."""
     b = ctx.builder
     coords = ctx.indexer.coords(b, value_type.encoding, value_type.shape)
-    for reg in ctx.indexer.unique_registers(value_type.encoding, value_type.shape):
+    unique = ctx.indexer.unique_registers(value_type.encoding, value_type.shape)
+    width = _store_width(value_type, shared_layout)
+    unique_set = set(unique)
+    starts = {r for r in unique if width > 1 and r % width == 0
+              and all(r + i in unique_set for i in range(width))}
+    covered = {r + i for r in starts for i in range(width)}
+    for reg in unique:
+        if reg in covered and reg not in starts:
+            continue
         offset = shared_offset(b, shared_layout, coords[reg], value_type.shape)
-        shared_store(ctx, base, offset, values[reg])
+        if reg not in starts:
+            shared_store(ctx, base, offset, values[reg])
+            continue
+        group = [to_memory(b, v) for v in values[reg:reg + width]]
+        vec = ir.Constant(ir.VectorType(group[0].type, width), None)
+        for i, v in enumerate(group):
+            vec = b.insert_element(vec, v, i32(i))
+        b.store(vec, b.gep(base, [offset], source_etype=group[0].type),
+                align=width * byte_width(value_type))
+
+
+def _store_width(value_type, shared_layout) -> int:
+    """How many consecutive registers of a blocked tensor may go in one vector store into a
+    buffer that follows `shared_layout` (1: element by element)."""
+    layout = value_type.encoding
+    if not follows_order(shared_layout) or not isinstance(layout, BlockedEncoding):
+        return 1
+    if isinstance(llvm_type(value_type), ir.PointerType) or len(value_type.shape) != 2:
+        return 1
+    inner = shared_layout.order[0]
+    if layout.order[0] != inner:
+        return 1
+    width = min(layout.size_per_thread[inner], shared_layout.vec,
+                max(1, 16 // byte_width(value_type)), value_type.shape[inner])
+    return width if width & (width - 1) == 0 else 1
 
 
 @lowers("ttg.local_alloc")

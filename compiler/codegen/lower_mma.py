@@ -16,7 +16,7 @@ from compiler.analysis import layouts
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import inline_ptx, i32, llvm_type, pack_words, unpack_words
-from .lower_convert import shared_offset
+from .lower_convert import contiguous_dim, shared_offset
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
@@ -41,17 +41,12 @@ def _lane_offsets(ctx, layout, pattern: tuple, trans: bool):
     indexer = ctx.indexer
     k_dim = _k_dim(layout)
     p_dim = 1 - k_dim
-    mma = layout.parent
-    wm, wn = mma.warps_per_cta
 
     def make(b):
         lane = indexer.lane()
         q = b.and_(b.lshr(lane, i32(3)), i32(len(pattern) - 1))
         row = b.and_(lane, i32(7))
-        if k_dim == 1:
-            warp_p = b.mul(b.urem(b.udiv(indexer.warp(), i32(wn)), i32(wm)), i32(layouts.MMA_M))
-        else:
-            warp_p = b.mul(b.urem(indexer.warp(), i32(wn)), i32(layouts.MMA_N))
+        warp_p = indexer.mma_warp_offset(layout.parent, p_dim)
         offsets = []
         for d in range(2):
             value = i32(pattern[-1][d])
@@ -87,7 +82,7 @@ def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
     layout = operand_type.encoding
     shape = tuple(operand_type.shape)
     k_dim = _k_dim(layout)
-    trans = shared_layout.order[0] != k_dim
+    trans = contiguous_dim(shared_layout, 2) != k_dim
     elem_ty = llvm_type(operand_type)
     origins = _matrix_origins(layout, shape, slot_indices)
     values = []

@@ -24,8 +24,8 @@ DEFAULT_PIPELINES: dict[str, str] = {
     # loop-unroll (PASSES.md); we add licm here since our ttir already has loops worth hoisting.
     "ttir": "inline,canonicalize,combine,reorder-broadcast,canonicalize,cse,licm,dce,loop-unroll",
     "ttgir": ("convert-triton-to-tritongpu,coalesce,remove-layout-conversions,"
-              "optimize-thread-locality,reduce-data-duplication,reorder-instructions,"
-              "allocate-shared-memory"),
+              "optimize-thread-locality,accelerate-matmul,remove-layout-conversions,"
+              "reduce-data-duplication,reorder-instructions,allocate-shared-memory"),
 }
 
 ENV_PIPELINE_VARS = {"ttir": "TILE_PIPELINE_TTIR", "ttgir": "TILE_PIPELINE_TTGIR",

@@ -16,14 +16,14 @@ MMA_INPUTS = ("f16", "bf16")
 def warps_per_tile(shape: tuple, num_warps: int) -> tuple | None:
     """Triton's warpsPerTileV2: give warps to M or N, whichever has more instruction tiles per
     warp, until all `num_warps` are placed. None when they cannot all be placed without two
-    warps computing the same tile (the tensor is smaller than the warps' tile)."""
+    warps computing the same tile, or when the warps' tile does not divide the shape."""
     wm, wn = 1, 1
     while wm * wn < num_warps:
         if shape[0] // (MMA_M * wm) >= shape[1] // (MMA_N * wn) and wm < shape[0] // MMA_M:
             wm *= 2
         else:
             wn *= 2
-    if shape[0] < MMA_M * wm or shape[1] < MMA_N * wn:
+    if shape[0] % (MMA_M * wm) or shape[1] % (MMA_N * wn):
         return None
     return wm, wn
 

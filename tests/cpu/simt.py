@@ -253,6 +253,13 @@ class CTA:
             return _from_bits(raw, ty)
         if isinstance(instr, ir.StoreInstr):
             value, ptr = instr.operands
+            if isinstance(value.type, ir.VectorType):      # element by element, consecutive
+                element = value.type.element
+                size = max(1, _bits(element) // 8)
+                for i, part in enumerate(self.get(value)):
+                    self.memory.store(self.get(ptr) + np.uint64(i * size),
+                                      _to_bits(part, element), size, active)
+                return None
             nbytes = max(1, _bits(value.type) // 8)
             self.memory.store(self.get(ptr), _to_bits(self.get(value), value.type), nbytes, active)
             return None
@@ -472,6 +479,12 @@ class CTA:
 
     # ---- inline PTX -----------------------------------------------------------------------
     def _asm(self, asm: ir.InlineAsm, args, ret_ty, active):
+        if asm.asm.startswith(("ldmatrix.", "mma.sync.")):
+            if not np.all(active):
+                raise Unsupported(f"warp-collective {asm.asm.split()[0]} under a partial mask")
+            if asm.asm.startswith("ldmatrix."):
+                return self._ldmatrix(asm.asm, args[0])
+            return self._mma(asm.asm, args)
         constraints = asm.constraint.split(",")
         n_out = sum(1 for c in constraints if c.startswith("="))
         operands = {}
@@ -523,6 +536,66 @@ class CTA:
             return None
         results = [o & _mask(_bits(t)) for o, t in zip(outs, out_types)]
         return results[0] if n_out == 1 else results
+
+    # ---- warp-collective tensor-core instructions (PTX ISA semantics) -----------------------
+    def _ldmatrix(self, text, addresses):
+        """`ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16`: lanes 8q..8q+7 give the
+        row addresses of matrix q; lane l receives, per matrix, row l/4 elements 2(l%4) and
+        2(l%4)+1 (with .trans: rows 2(l%4) and 2(l%4)+1 of column l/4)."""
+        count = int(re.search(r"\.x(\d)", text).group(1))
+        trans = ".trans" in text
+        lane = self.tid % np.uint64(WARP)
+        warp_first = self.tid - lane
+        everyone = np.ones(self.n, dtype=bool)
+        words = []
+        for q in range(count):
+            if trans:
+                row0 = (warp_first + np.uint64(8 * q) + (lane % np.uint64(4)) * np.uint64(2))
+                column = (lane // np.uint64(4)) * np.uint64(2)
+                low = self.memory.load(addresses[row0.astype(np.int64)] + column, 2, everyone)
+                high = self.memory.load(addresses[(row0 + np.uint64(1)).astype(np.int64)] + column,
+                                        2, everyone)
+                words.append(low | (high << np.uint64(16)))
+            else:
+                source = warp_first + np.uint64(8 * q) + lane // np.uint64(4)
+                offset = (lane % np.uint64(4)) * np.uint64(4)
+                words.append(self.memory.load(addresses[source.astype(np.int64)] + offset, 4,
+                                              everyone))
+        return words[0] if count == 1 else words
+
+    def _mma(self, text, args):
+        """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.*.f32` on each warp: gather the A
+        (16x16), B (16x8) and C (16x8) fragments of its 32 lanes, D = A @ B + C."""
+        if "m16n8k16.row.col.f32" not in text:
+            raise Unsupported(f"inline PTX {text.split()[0]}")
+        bf16 = ".bf16." in text
+        a_words, b_words, acc = args[0:4], args[4:6], args[6:10]
+
+        def halves(word):
+            low = (word & np.uint64(0xFFFF)).astype(np.uint16)
+            high = ((word >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16)
+            if bf16:
+                return [(h.astype(np.uint32) << 16).view(np.float32) for h in (low, high)]
+            return [h.view(np.float16).astype(np.float32) for h in (low, high)]
+        out = [np.zeros(self.n, dtype=np.float32) for _ in range(4)]
+        for first in range(0, self.n, WARP):
+            lanes = np.arange(WARP)
+            g, t = lanes // 4, lanes % 4
+            a = np.zeros((16, 16), np.float64)
+            b = np.zeros((16, 8), np.float64)
+            c = np.zeros((16, 8), np.float64)
+            for j, word in enumerate(a_words):
+                for h, value in enumerate(halves(word[first:first + WARP])):
+                    a[g + 8 * (j % 2), 2 * t + 8 * (j // 2) + h] = value
+            for j, word in enumerate(b_words):
+                for h, value in enumerate(halves(word[first:first + WARP])):
+                    b[2 * t + 8 * j + h, g] = value
+            for i, value in enumerate(acc):
+                c[g + 8 * (i // 2), 2 * t + i % 2] = value[first:first + WARP]
+            d = (a @ b + c).astype(np.float32)
+            for i in range(4):
+                out[i][first:first + WARP] = d[g + 8 * (i // 2), 2 * t + i % 2]
+        return out
 
     def _atom(self, op, rest, ref, outs, pred):
         parts = op.split(".")
