@@ -14,15 +14,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module, print_module_with_lines
 from compiler.ir.verifier import verify_module
-from compiler.trace import CompileTrace, PassRecord
+from compiler.trace import CompileTrace
 
-STAGE_ORDER = ("ttir", "ttgir", "llir", "ptx", "cubin", "sass")
 
 
 @dataclass
@@ -172,7 +171,7 @@ def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) 
     return manager.run(module, ctx)
 
 
-def _override(state: CompileState, stage: str) -> str | None:
+def override_text(state: CompileState, stage: str) -> str | None:
     """The text of a stage replaced by a file from the override folder, noted in the trace."""
     from compiler.dump import find_override
     path = find_override(state.name, stage, state.options.override_dir)
@@ -184,7 +183,7 @@ def _override(state: CompileState, stage: str) -> str | None:
 
 def stage_ttir(state: CompileState) -> None:
     """ttir: run the ttir pipeline over the front end's module (or an override file)."""
-    text = _override(state, "ttir")
+    text = override_text(state, "ttir")
     module = parse_module(text, f"{state.name}.ttir") if text is not None else state.ttir
     state.ttir = _run_pipeline(state, "ttir", module, {})
     _record_stage_text(state, "ttir", state.ttir)
@@ -192,7 +191,7 @@ def stage_ttir(state: CompileState) -> None:
 
 def stage_ttgir(state: CompileState) -> None:
     """ttgir: assign layouts and optimize them (convert-triton-to-tritongpu onwards)."""
-    text = _override(state, "ttgir")
+    text = override_text(state, "ttgir")
     if text is not None:
         state.ttgir = parse_module(text, f"{state.name}.ttgir")
         verify_module(state.ttgir)
@@ -220,90 +219,6 @@ def _record_stage_text(state: CompileState, stage: str, module: Module) -> None:
 def _module_int_attr(module: Module, key: str) -> int:
     attr = module.attributes.get(key)
     return int(attr.value) if attr is not None else 0
-
-
-def stage_llir(state: CompileState) -> None:
-    """llir: lower ttgir to LLVM IR with llvmlite, then optimize it (O3)."""
-    from compiler.codegen.lowering import LoweringOptions, lower_module
-    from compiler.codegen.optimize import optimize_llvm
-    text = _override(state, "llir")
-    base_index = len(state.trace.passes)
-    if text is None:
-        start = time.perf_counter()
-        lowered = lower_module(state.ttgir, LoweringOptions(ttgir_file=f"{state.name}.ttgir",
-                                                            optimize=False))
-        state.metadata.update({"shared": lowered.shared_bytes, "num_warps": lowered.num_warps,
-                               "arg_kinds": list(lowered.arg_kinds),
-                               "threads_per_warp": lowered.threads_per_warp})
-        state.trace.ttgir_op_python = {str(k): v for k, v in lowered.op_python.items()}
-        state.trace.stage_inputs["llir"] = lowered.ttgir
-        _llir_record(state, "convert-tritongpu-to-llvm", base_index, start, lowered.llvm_ir,
-                     "Lowers every ttgir op to LLVM IR: a distributed tensor becomes a list of "
-                     "per-thread registers; memory ops become (vectorized, predicated) PTX.")
-        start = time.perf_counter()
-        text = optimize_llvm(lowered.llvm_ir, 3)
-        _llir_record(state, "llvm-optimize", base_index + 1, start, text,
-                     "LLVM's O3 pipeline through llvmlite: inlining, instcombine, GVN, "
-                     "loop and vector optimizations on the lowered kernel.")
-    state.llir = text
-    state.trace.stages["llir"] = text
-
-
-def _llir_record(state, name, index, start, text, doc) -> None:
-    previous = [p for p in state.trace.passes if p.stage == "llir"]
-    before = previous[-1].ir_after if previous else ""
-    state.trace.passes.append(PassRecord(
-        stage="llir", name=name, index=index, wall_ms=(time.perf_counter() - start) * 1e3,
-        changed=text != before, ir_after=text if state.options.snapshots else "", doc=doc,
-        op_counts={"instructions": sum(1 for line in text.splitlines()
-                                       if line.startswith("  ") and "=" in line)}))
-
-
-def stage_ptx(state: CompileState) -> None:
-    """ptx: LLVM IR to PTX through llvmlite's NVPTX target; then the ttgir -> PTX line map."""
-    from compiler.codegen.linemap import ptx_line_map
-    from compiler.codegen.ptx import llvm_to_ptx
-    text = _override(state, "ptx")
-    state.ptx = text if text is not None else llvm_to_ptx(state.llir, f"sm_{state.options.arch}")
-    state.trace.stages["ptx"] = state.ptx
-    state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
-
-
-def stage_cubin(state: CompileState) -> None:
-    """cubin: assemble the PTX with ptxas (its -v report goes into the trace)."""
-    from compiler.codegen.cubin import assemble
-    from compiler.codegen.toolchain import find_tool
-    if not state.options.build_cubin:
-        return
-    if find_tool("ptxas") is None:
-        state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
-        return
-    state.cubin, info = assemble(state.ptx, f"sm_{state.options.arch}")
-    state.trace.cubin_info = info
-    state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
-
-
-def _describe_cubin(cubin: bytes, info: dict) -> str:
-    lines = [f"cubin: {len(cubin)} bytes"]
-    lines += [f"{key}: {value}" for key, value in info.items()]
-    return "\n".join(lines) + "\n"
-
-
-def stage_sass(state: CompileState) -> None:
-    """sass: disassemble the cubin (nvdisasm / cuobjdump) when one is on the PATH."""
-    from compiler.codegen.sass import disassemble
-    if state.cubin is None or not state.options.build_sass:
-        return
-    text = disassemble(state.cubin)
-    if text is None:
-        state.trace.notes.append("no SASS: neither nvdisasm nor cuobjdump was found")
-        return
-    state.trace.stages["sass"] = text
-
-
-STAGES: list[tuple[str, Callable[[CompileState], None]]] = [
-    ("ttir", stage_ttir), ("ttgir", stage_ttgir), ("llir", stage_llir), ("ptx", stage_ptx),
-    ("cubin", stage_cubin), ("sass", stage_sass)]
 
 
 # ---- entry points -------------------------------------------------------------------------------
@@ -348,10 +263,20 @@ def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
     return kernel
 
 
+def backend_stages(options: CompileOptions) -> dict:
+    """The ordered stage functions of the backend for the options' target (NVIDIA here: the
+    common ttir and ttgir stages, then its own llir, ptx, cubin and sass)."""
+    from compiler.codegen.backend import GPUTarget, get_backend
+    stages: dict = {}
+    backend = get_backend("nvidia", GPUTarget("nvidia", options.arch, 32))
+    backend.add_stages(stages, backend.parse_options({"arch": options.arch}))
+    return stages
+
+
 def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -> CompiledKernel:
-    """Run the stages from `first` on, stopping after `stop_after` when given."""
+    """Run the backend's stages from `first` on, stopping after `stop_after` when given."""
     run = False
-    for name, stage in STAGES:
+    for name, stage in backend_stages(state.options).items():
         if name == first:
             run = True
         if not run:

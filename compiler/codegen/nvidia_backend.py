@@ -21,15 +21,16 @@ DEFAULT_ARCH = 90
 KNOWN_ARCHS = (70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 
-#: The stages in order, and where each stage function lives (module, attribute): the compile
-#: driver's stage functions take the compile state and write the next stage's output into it.
+#: The stages in order, and where each stage function lives (module, attribute): ttir and ttgir
+#: are the compile driver's common stages, the rest this backend's own (`nvidia_stages`). Each
+#: takes the compile state and writes the next stage's output into it.
 STAGE_FUNCTIONS = (
     ("ttir", "compiler.compiler", "stage_ttir"),
     ("ttgir", "compiler.compiler", "stage_ttgir"),
-    ("llir", "compiler.compiler", "stage_llir"),
-    ("ptx", "compiler.compiler", "stage_ptx"),
-    ("cubin", "compiler.compiler", "stage_cubin"),
-    ("sass", "compiler.compiler", "stage_sass"),
+    ("llir", "compiler.codegen.nvidia_stages", "stage_llir"),
+    ("ptx", "compiler.codegen.nvidia_stages", "stage_ptx"),
+    ("cubin", "compiler.codegen.nvidia_stages", "stage_cubin"),
+    ("sass", "compiler.codegen.nvidia_stages", "stage_sass"),
 )
 
 
