@@ -16,7 +16,9 @@ from pathlib import Path
 
 from compiler.trace import load_traces
 from explorer.metrics import format_table, metric_rows, trace_metrics
-from explorer.runner import CompilerMissing, recompile, require, run_file, set_pipeline_overrides
+from explorer.runner import (CompilerMissing, recompile, recompile_kernel, require, run_file,
+                             set_pipeline_overrides)
+from explorer.timing import add_gpu_timing, gpu_present, why_not_timed
 
 
 def _split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -142,22 +144,37 @@ def compare(argv: list[str]) -> int:
     if not result.traces:
         print("tile-explore compare: no kernel was compiled", file=sys.stderr)
         return 1
+    gpu = gpu_present()
     for trace in result.traces:
-        kernel = result.kernels.get(trace.kernel_name)
-        metrics = []
-        for pipeline in args.pipeline:
-            try:
-                compiled = recompile(trace, {args.stage: pipeline}, kernel)
-                metrics.append(trace_metrics(compiled, args.stage))
-            except CompilerMissing:
-                raise
-            except Exception as failure:   # a bad pipeline is reported, the other still runs
-                print(f"{trace.kernel_name}: pipeline {pipeline!r} failed: {failure}",
-                      file=sys.stderr)
-                metrics.append({})
+        arguments = result.recorder.arguments_of(trace) if result.recorder else None
+        untimed = why_not_timed(trace, arguments, gpu, declined=args.no_gpu)
+        metrics = [_pipeline_metrics(trace, result.kernels.get(trace.kernel_name), pipeline,
+                                     args.stage, None if untimed else arguments)
+                   for pipeline in args.pipeline]
         print(f"\n{trace.kernel_name}  (A = {args.pipeline[0]!r}, B = {args.pipeline[1]!r})")
         print(format_table(metric_rows(*metrics), ("metric", "A", "B", "Δ")))
+        if untimed:
+            print(f"runtime —: {untimed}")
     return 0
+
+
+def _pipeline_metrics(trace, kernel, pipeline: str, stage: str, arguments) -> dict:
+    """Recompile with `pipeline` for `stage` and measure it (timed on the GPU when the recorded
+    launch's `arguments` are given); a failing pipeline is reported and gives no metrics."""
+    try:
+        compiled = recompile_kernel(trace, {stage: pipeline}, kernel)
+    except CompilerMissing:
+        raise
+    except Exception as failure:   # a bad pipeline is reported, the other still runs
+        print(f"{trace.kernel_name}: pipeline {pipeline!r} failed: {failure}", file=sys.stderr)
+        return {}
+    if arguments is not None:
+        try:
+            add_gpu_timing(compiled, arguments)
+        except Exception as failure:   # the build's other metrics still count
+            print(f"{trace.kernel_name}: timing pipeline {pipeline!r} failed: {failure}",
+                  file=sys.stderr)
+    return trace_metrics(compiled.trace, stage)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,9 +44,6 @@ class MLIRLexer(RegexLexer):
     }
 
 
-_PTX_DIRECTIVES = r"\.[a-zA-Z_][\w]*"
-
-
 class PTXLexer(RegexLexer):
     """NVIDIA PTX assembly: directives, predicated instructions with modifiers, registers."""
 

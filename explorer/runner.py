@@ -33,6 +33,7 @@ class RunResult:
     messages: list = field(default_factory=list)     # notes: what was not run and why
     error: str | None = None                          # the user's file failed (file:line + message)
     kernels: dict = field(default_factory=dict)       # kernel name -> JIT function object
+    recorder: object = None                           # the recording (launch arguments, ...)
 
 
 def require(module: str, attribute: str | None = None, purpose: str = ""):
@@ -129,6 +130,7 @@ def run_file(path: str | Path, script_args: list[str] | None = None, no_gpu: boo
                 result.error = describe_user_error(error, path)
             _warm_up_unlaunched(namespace, recorder, result)
         result.traces = list(recorder.traces)
+        result.recorder = recorder
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
@@ -177,7 +179,13 @@ def _literal(text):
 
 def recompile(trace, pipelines: dict, kernel=None):
     """Compile a kernel again with other pass pipelines ({stage: pipeline string}) and return
-    the new CompileTrace.
+    the new CompileTrace (see `recompile_kernel`)."""
+    return recompile_kernel(trace, pipelines, kernel).trace
+
+
+def recompile_kernel(trace, pipelines: dict, kernel=None):
+    """Compile a kernel again with other pass pipelines ({stage: pipeline string}) and return
+    the CompiledKernel (its `trace` holds every stage, its `launch` runs it on the GPU).
 
     With the kernel's JIT function (from the run) this rebuilds its specialization as an
     `ASTSource`; without it (a saved trace) it compiles the trace's ttir from a file, so the
@@ -192,11 +200,11 @@ def recompile(trace, pipelines: dict, kernel=None):
                             constexprs={k: _literal(v) for k, v in
                                         (spec.get("constexprs") or {}).items()},
                             attrs=dict(spec.get("attrs") or {}))
-        return compile_fn(source, options=options, pipelines=pipelines).trace
+        return compile_fn(source, options=options, pipelines=pipelines)
     ttir = trace.stage_inputs.get("ttir") or trace.stages.get("ttir")
     if not ttir:
         raise ValueError(f"{trace.kernel_name}: the trace has no ttir to recompile from")
     with tempfile.TemporaryDirectory(prefix="tile-explore-") as folder:
         path = Path(folder) / f"{trace.kernel_name}.ttir"
         path.write_text(ttir)
-        return compile_fn(str(path), options=options, pipelines=pipelines).trace
+        return compile_fn(str(path), options=options, pipelines=pipelines)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 from compiler.ir.core import Operation, register_op
-from compiler.ir.syntax import AttrsThenType, Compare, Convert, SameType
+from compiler.ir.syntax import AttrsThenType, Compare, Convert, OperandTypes, SameType
 from compiler.ir.types import IntegerType, TensorType, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
@@ -78,21 +78,8 @@ CmpFOp = define_op("CmpFOp", "arith.cmpf", Compare(), ("pure", "elementwise"),
                    _verify_compare(FLOAT_PREDICATES))
 
 
-class _SelectSyntax(SameType):
-    """`%c, %a, %b : Tc, T` (the condition's type first, as MLIR prints tensor selects)."""
-
-    def print(self, p, op, indent):
-        c, a, b = op.operands
-        return (f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : "
-                f"{p.type(c.type)}, {p.type(a.type)}")
-
-    def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
-        operands = ps.operand_list()
-        attrs = ps.attr_dict()
-        ps.expect(":")
-        types = ps.type_list()
-        return OpParts(operands, [types[-1]], attrs)
+# `%c, %a, %b : Tc, T` (the condition's type first, as MLIR prints tensor selects)
+_SELECT_SYNTAX = OperandTypes(lambda types, attrs: types[-1], num_types=2)
 
 
 def _verify_select(op):
@@ -105,7 +92,7 @@ def _verify_select(op):
         raise VerificationError(op, "condition shape differs from the operands'")
 
 
-SelectOp = define_op("SelectOp", "arith.select", _SelectSyntax(), ("pure", "elementwise"),
+SelectOp = define_op("SelectOp", "arith.select", _SELECT_SYNTAX, ("pure", "elementwise"),
                      _verify_select)
 
 

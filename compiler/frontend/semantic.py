@@ -23,6 +23,7 @@ here as numbered rules:
 from __future__ import annotations
 
 import numbers
+from math import prod
 
 from compiler.dialects import arith, math as mathd, scf, tt  # noqa: F401  (registers ops)
 from compiler.ir.attributes import (BoolAttr, DenseArrayAttr, DenseAttr, FloatAttr, IntegerAttr,
@@ -220,9 +221,7 @@ class Semantic:
     def reshape(self, t: tensor, shape, can_reorder: bool = False) -> tensor:
         """`tt.reshape` to `shape` (same element count)."""
         shape = tuple(int(d) for d in shape)
-        n = 1
-        for d in shape:
-            n *= d
+        n = prod(shape)
         if n != t.numel:
             raise SemanticError(f"cannot reshape {list(t.shape)} ({t.numel} elements) to "
                                 f"{list(shape)} ({n} elements)")
@@ -432,17 +431,19 @@ class Semantic:
 
     def minimum(self, a, b) -> tensor:
         """Elementwise minimum (minnumf / minsi / minui)."""
-        a, b = self.operands(a, b)
-        if a.dtype.is_floating():
-            return self._binary("minnumf", a, b)
-        return self._binary("minui" if a.dtype.is_int_unsigned() else "minsi", a, b)
+        return self._extremum("min", a, b)
 
     def maximum(self, a, b) -> tensor:
         """Elementwise maximum (maxnumf / maxsi / maxui)."""
+        return self._extremum("max", a, b)
+
+    def _extremum(self, kind: str, a, b) -> tensor:
+        """`kind` "min" or "max" after promotion: the float (NaN-ignoring), unsigned or
+        signed op."""
         a, b = self.operands(a, b)
         if a.dtype.is_floating():
-            return self._binary("maxnumf", a, b)
-        return self._binary("maxui" if a.dtype.is_int_unsigned() else "maxsi", a, b)
+            return self._binary(f"{kind}numf", a, b)
+        return self._binary(kind + ("ui" if a.dtype.is_int_unsigned() else "si"), a, b)
 
     def compare(self, pred: str, a, b) -> tensor:
         """`<`, `<=`, `>`, `>=`, `==`, `!=` after promotion; the result is int1."""

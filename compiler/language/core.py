@@ -9,6 +9,7 @@ passes explicitly; calling one from ordinary Python raises `NotInKernelError`.
 from __future__ import annotations
 
 import functools
+import math
 
 from compiler.ir import types as irt
 
@@ -173,10 +174,7 @@ class block_type:
     @property
     def numel(self) -> int:
         """The number of elements."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def to_ir(self) -> irt.Type:
         """The IR type."""

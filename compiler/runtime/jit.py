@@ -362,7 +362,8 @@ class JITFunction(KernelInterface):
             grid = grid(dict(zip(self.arg_names, bound)))
         if _recording.ACTIVE:
             _recording.timed_launch(entry, grid, entry.runtime_args(bound), stream,
-                                    "interpreter" if interpret else "gpu")
+                                    "interpreter" if interpret else "gpu",
+                                    sources=entry.select(bound))
         else:
             entry.launch(grid, entry.runtime_args(bound), stream)
         return entry.kernel

@@ -4,6 +4,7 @@
         run_the_users_script()
     rec.traces      # CompileTrace of every kernel compiled (or launched) meanwhile
     rec.launches    # LaunchEvent of every launch, in order
+    rec.arguments_of(trace)   # that kernel's last launch arguments, held weakly
 
 Each launch is also appended to its kernel's `trace.launches` as a `compiler.trace.Launch`
 (grid, backend, time in ms: CUDA events on the GPU, wall time in the interpreter). With no
@@ -12,6 +13,7 @@ recorder active, the jit pays one truthiness test of `ACTIVE` per launch and not
 from __future__ import annotations
 
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -33,6 +35,32 @@ class LaunchEvent:
     num_warps: int = 4
 
 
+class LaunchArguments:
+    """The arguments of a recorded launch, held without keeping them alive: arrays by weak
+    reference, plain values (ints, floats) as they are. `resolve()` gives them back while every
+    array still exists, so a tool can launch another build of the kernel on the same data."""
+
+    def __init__(self, grid: tuple, arguments, stream):
+        self.grid = grid
+        self.stream = stream
+        self._held = []
+        for argument in arguments:
+            try:
+                self._held.append((True, weakref.ref(argument)))
+            except TypeError:             # not weak-referenceable: a plain value, kept as is
+                self._held.append((False, argument))
+
+    def resolve(self) -> tuple | None:
+        """The arguments again, or None when one of the arrays has been freed since."""
+        values = []
+        for is_ref, held in self._held:
+            value = held() if is_ref else held
+            if is_ref and value is None:
+                return None
+            values.append(value)
+        return tuple(values)
+
+
 @dataclass
 class Recorder:
     """What one `record()` block saw. `full_compile`: interpreter launches also run the whole
@@ -42,11 +70,16 @@ class Recorder:
     traces: list = field(default_factory=list)       # CompileTrace, first seen first
     kernels: list = field(default_factory=list)      # CompiledKernel objects compiled
     launches: list = field(default_factory=list)     # LaunchEvent
+    last_arguments: dict = field(default_factory=dict)   # id(trace) -> LaunchArguments
 
     def add_trace(self, trace) -> None:
         """Keep `trace` once (by identity)."""
         if trace is not None and not any(t is trace for t in self.traces):
             self.traces.append(trace)
+
+    def arguments_of(self, trace) -> LaunchArguments | None:
+        """The arguments of the last recorded launch of `trace`'s kernel (None if never)."""
+        return self.last_arguments.get(id(trace))
 
     def trace_named(self, name: str):
         """The first recorded trace of the kernel `name` (None if there is none)."""
@@ -82,8 +115,10 @@ def on_trace(trace) -> None:
         recorder.add_trace(trace)
 
 
-def timed_launch(entry, grid, args, stream, backend: str):
-    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder."""
+def timed_launch(entry, grid, args, stream, backend: str, sources=None):
+    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder.
+    `sources`: the launch's arguments as the caller passed them (arrays, not addresses); each
+    recorder keeps them weakly as the trace's last launch arguments."""
     grid = _grid_tuple(grid)
     if backend == "gpu":
         time_ms = _gpu_timed(entry, grid, args, stream)
@@ -97,9 +132,12 @@ def timed_launch(entry, grid, args, stream, backend: str):
     name = entry.trace.kernel_name if entry.trace is not None else "?"
     event = LaunchEvent(kernel_name=name, specialization=entry.spec.describe(), grid=grid,
                         backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
+    held = LaunchArguments(grid, args if sources is None else sources, stream)
     for recorder in ACTIVE:
         recorder.add_trace(entry.trace)
         recorder.launches.append(event)
+        if entry.trace is not None:
+            recorder.last_arguments[id(entry.trace)] = held
 
 
 def _gpu_timed(entry, grid, args, stream) -> float:

@@ -142,6 +142,19 @@ def test_compare_prints_the_metrics_table(script, capsys):
     assert cli.main(["compare", str(script), "--pipeline", "cse"]) == 2
 
 
+def test_compare_says_why_the_runtime_row_is_empty(script, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "gpu_present", lambda: False)     # as on a machine without one
+    assert cli.main(["compare", str(script), "--no-gpu", "--stage", "ttir",
+                     "--pipeline", "inline,cse", "--pipeline", "inline", "--", "64"]) == 0
+    out = capsys.readouterr().out
+    blocks = {block.split("  (", 1)[0]: block for block in out.strip().split("\n\n")}
+    launched, warmed = blocks["scale_kernel"], blocks["warm_kernel"]
+    runtime = next(line for line in launched.splitlines() if line.startswith("runtime ms"))
+    assert runtime.split()[-2:] == ["—", "—"]
+    assert launched.splitlines()[-1] == "runtime —: not launched: no GPU"
+    assert warmed.splitlines()[-1] == "runtime —: not launched by the script"
+
+
 def test_app_on_real_traces_links_ttgir_to_ptx_and_recompiles(script):
     from explorer.app import ExplorerApp
     from explorer.runner import recompile, run_file

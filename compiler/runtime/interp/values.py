@@ -36,6 +36,13 @@ def is_bf16(t: Type) -> bool:
     return isinstance(t.scalar, FloatType) and t.scalar.kind == "bf16"
 
 
+def _float_entry(table: dict, s: FloatType) -> np.dtype:
+    """The numpy dtype `table` gives a float type, or an OpError for kinds it lacks (fp8)."""
+    if s.kind not in table:
+        raise OpError(f"the interpreter does not support the {s} float type")
+    return table[s.kind]
+
+
 @lru_cache(maxsize=None)
 def value_dtype(t: Type) -> np.dtype:
     """The numpy dtype holding values of IR type `t` (a tensor's element type decides)."""
@@ -45,9 +52,7 @@ def value_dtype(t: Type) -> np.dtype:
             raise OpError(f"the interpreter does not support {s} integers")
         return _INT_DTYPES[s.width]
     if isinstance(s, FloatType):
-        if s.kind not in _FLOAT_DTYPES:
-            raise OpError(f"the interpreter does not support the {s} float type")
-        return _FLOAT_DTYPES[s.kind]
+        return _float_entry(_FLOAT_DTYPES, s)
     if isinstance(s, PointerType):
         return ADDRESS
     raise OpError(f"the interpreter cannot hold values of type {t}")
@@ -60,9 +65,7 @@ def storage_dtype(t: Type) -> np.dtype:
     if isinstance(s, IntegerType):
         return np.dtype(np.uint8) if s.width == 1 else value_dtype(s)
     if isinstance(s, FloatType):
-        if s.kind not in _FLOAT_STORAGE:
-            raise OpError(f"the interpreter does not support the {s} float type")
-        return _FLOAT_STORAGE[s.kind]
+        return _float_entry(_FLOAT_STORAGE, s)
     if isinstance(s, PointerType):
         return ADDRESS
     raise OpError(f"type {t} cannot be stored in memory")

@@ -1,0 +1,72 @@
+"""Timing another build of a kernel on the arguments of a launch the user's script made, for
+`tile-explore compare`'s runtime row, and saying why there is no runtime when it cannot be done.
+
+The recorder holds each kernel's last launch arguments weakly (`LaunchArguments`), so a build
+can be timed only while the script's arrays still exist and a GPU is present. Timing re-launches
+the kernel: it writes into the script's output arrays again, as a benchmark loop would.
+"""
+from __future__ import annotations
+
+from compiler.trace import CompileTrace, Launch
+
+NO_GPU = "not launched: no GPU"
+NOT_LAUNCHED = "not launched by the script"
+ONLY_INTERPRETED = "not launched: the script ran it through the interpreter"
+GPU_DECLINED = "not launched: --no-gpu was given"
+UNREACHABLE = "not launched: the recorded launch's arguments are no longer reachable"
+
+
+def gpu_present() -> bool:
+    """Whether the CUDA driver finds a GPU (False when the driver cannot be loaded at all)."""
+    try:
+        from compiler.runtime.driver import gpu_available
+    except ImportError:
+        return False
+    return gpu_available()
+
+
+def why_not_timed(trace: CompileTrace, arguments, gpu: bool,
+                  declined: bool = False) -> str | None:
+    """Why the pipelines of `trace` cannot be timed (None when they can): the script never
+    launched the kernel, no GPU (or `declined`: --no-gpu), it only ran in the interpreter, or
+    its arrays are gone."""
+    if not trace.launches:
+        return NOT_LAUNCHED
+    if not gpu:
+        return NO_GPU
+    if declined:
+        return GPU_DECLINED
+    if trace.launches[-1].backend != "gpu":
+        return ONLY_INTERPRETED
+    if arguments is None or arguments.resolve() is None:
+        return UNREACHABLE
+    return None
+
+
+def time_on_gpu(kernel, arguments, repeats: int = 20) -> float:
+    """Median milliseconds of `repeats` launches of a CompiledKernel on recorded arguments
+    (one untimed launch first: module load and cold caches)."""
+    import statistics
+
+    from compiler.runtime.driver import Event
+
+    values = arguments.resolve()
+    if values is None:
+        raise RuntimeError(UNREACHABLE)
+    kernel.launch(arguments.grid, values, arguments.stream)
+    times = []
+    for _ in range(repeats):
+        start, end = Event(), Event()
+        start.record(arguments.stream)
+        kernel.launch(arguments.grid, values, arguments.stream)
+        end.record(arguments.stream)
+        times.append(start.elapsed_ms(end))
+    return statistics.median(times)
+
+
+def add_gpu_timing(kernel, arguments) -> None:
+    """Time `kernel` on `arguments` and record it as a launch of its trace (so the metrics'
+    runtime row shows it, labelled gpu)."""
+    time_ms = time_on_gpu(kernel, arguments)
+    kernel.trace.launches.append(Launch(grid=tuple(arguments.grid), backend="gpu",
+                                        time_ms=time_ms, num_warps=kernel.num_warps))
