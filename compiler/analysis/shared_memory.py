@@ -5,7 +5,9 @@ Two kinds of buffers, as in Triton's Allocation analysis:
            a reduction or scan that crosses warps exchanges one partial result per warp, an
            atomic whose result is a scalar broadcasts it; live for that op alone;
   explicit `ttg.local_alloc` buffers, live from the alloc to their last use (a whole loop when
-           used inside one it does not contain).
+           used inside one it does not contain), following the views that read them later:
+           `ttg.memdesc_index` slices of a multi-buffered (pipelined) allocation, and the dots
+           that read a `ttg.local_load`'s buffer themselves.
 Buffers whose lifetimes overlap get disjoint offsets; others may share bytes. `scratch_bytes`
 is the one formula the lowering and this analysis agree on.
 """
@@ -122,12 +124,26 @@ def _number_ops(func: Operation) -> dict:
     return index, last
 
 
+def _users_through_views(value) -> list:
+    """(user, operand index) of a buffer, following the views that read it later: slices of a
+    multi-buffered allocation (`ttg.memdesc_index`) and `ttg.local_load`s whose only users are
+    dots (the tensor-core lowering reads the buffer at the dot, not at the load)."""
+    found = []
+    for user, position in value.uses:
+        found.append((user, position))
+        if user.name == "ttg.memdesc_index":
+            found += _users_through_views(user.results[0])
+        elif user.name == "ttg.local_load":
+            found += [(dot, i) for dot, i in user.results[0].uses if dot.name == "tt.dot"]
+    return found
+
+
 def _live_end(op: Operation, index: dict, last: dict) -> int:
     """Last op index at which `op`'s result is used, widened to whole loops that use it but do
     not define it (the value must survive every iteration)."""
     end = index[op]
     for result in op.results:
-        for user, _ in result.uses:
+        for user, _ in _users_through_views(result):
             end = max(end, index[user])
             ancestor = user.parent_op
             while ancestor is not None and ancestor in index and not ancestor.is_ancestor_of(op):

@@ -15,7 +15,7 @@ from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
-                           to_memory)
+                           to_memory, type_bits)
 from .registry import lowers
 
 
@@ -87,6 +87,18 @@ def shared_store(ctx, base, offset, value) -> None:
     b.store(v, ptr)
 
 
+def shared_store_vector(ctx, base, offset, values, elem_bytes: int) -> None:
+    """Store consecutive register values as one vector at element `offset` (aligned to the
+    vector's size)."""
+    b = ctx.builder
+    parts = [to_memory(b, v) for v in values]
+    vec = ir.Constant(ir.VectorType(parts[0].type, len(parts)), None)
+    for i, part in enumerate(parts):
+        vec = b.insert_element(vec, part, i32(i))
+    b.store(vec, b.gep(base, [offset], source_etype=parts[0].type),
+            align=len(parts) * elem_bytes)
+
+
 def shared_load(ctx, base, offset, ty):
     """Load an element of register type `ty` from element `offset` of a shared array."""
     b = ctx.builder
@@ -100,22 +112,87 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
 
     `dst_coords_to_src(builder, coords) -> coords` maps a destination element to the source
     element it takes (identity for convert_layout; a permutation for trans; a re-flattening for
-    reshape)."""
+    reshape). Runs of registers that every thread holds contiguously along the last dim move as
+    one vector access of up to 16 bytes (`vector_runs`)."""
     b = ctx.builder
     ty = values[0].type
     nbytes = src_type.numel * max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1)
     base = ctx.scratch(nbytes)
     src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
     barrier(b)
-    for reg in ctx.indexer.unique_registers(src_type.encoding, src_type.shape):
-        shared_store(ctx, base, flat_offset(b, src_coords[reg], src_type.shape), values[reg])
+    unique = ctx.indexer.unique_registers(src_type.encoding, src_type.shape)
+    runs = vector_runs(src_type, ty, unique)
+    for reg in unique:
+        width = runs.get(reg, 1)
+        if width == 0:
+            continue
+        offset = flat_offset(b, src_coords[reg], src_type.shape)
+        if width == 1:
+            shared_store(ctx, base, offset, values[reg])
+            continue
+        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(src_type))
     barrier(b)
+    dst_coords = ctx.indexer.coords(b, dst_type.encoding, dst_type.shape)
+    if dst_coords_to_src is not None:
+        return [shared_load(ctx, base, flat_offset(b, dst_coords_to_src(b, c), src_type.shape), ty)
+                for c in dst_coords]
+    runs = vector_runs(dst_type, ty, list(range(len(dst_coords))))
     out = []
-    for coords in ctx.indexer.coords(b, dst_type.encoding, dst_type.shape):
-        if dst_coords_to_src is not None:
-            coords = dst_coords_to_src(b, coords)
-        out.append(shared_load(ctx, base, flat_offset(b, coords, src_type.shape), ty))
+    for reg, coords in enumerate(dst_coords):
+        width = runs.get(reg, 1)
+        if width == 0:
+            continue
+        offset = flat_offset(b, coords, src_type.shape)
+        if width == 1:
+            out.append(shared_load(ctx, base, offset, ty))
+            continue
+        mem_ty = memory_type(ty)
+        vec = b.load(b.gep(base, [offset], source_etype=mem_ty), typ=ir.VectorType(mem_ty, width),
+                     align=width * byte_width(dst_type))
+        out += [from_memory(b, b.extract_element(vec, i32(i)), ty) for i in range(width)]
     return out
+
+
+def vector_runs(t: TensorType, reg_ty, registers: list) -> dict:
+    """{first register: run length, covered register: 0} for runs of `registers` (consecutive
+    indices) that every thread of `t`'s layout holds at consecutive, run-aligned positions along
+    the last dim (row-major adjacent in the exchange buffer): up to 16 bytes, a power of two.
+    Pointers and i1 stay scalar."""
+    if isinstance(reg_ty, ir.PointerType) or byte_width(t) * 8 != type_bits(reg_ty):
+        return {}
+    max_width = max(1, 16 // byte_width(t))
+    shape = tuple(t.shape)
+    try:
+        warps = layouts.num_warps_of(t.encoding)
+        threads = [layouts.thread_elements(t.encoding, shape, w, lane)
+                   for w in range(warps) for lane in range(32)]
+    except NotImplementedError:
+        return {}
+    chosen = set(registers)
+    runs: dict = {}
+    for reg in registers:
+        if reg in runs:
+            continue
+        width = max_width
+        while width > 1:
+            group = list(range(reg, reg + width))
+            if all(r in chosen for r in group) and all(_contiguous(th, group) for th in threads):
+                break
+            width //= 2
+        if width > 1:
+            runs[reg] = width
+            runs.update({r: 0 for r in range(reg + 1, reg + width)})
+    return runs
+
+
+def _contiguous(thread_coords: list, group: list) -> bool:
+    if group[-1] >= len(thread_coords):
+        return False
+    first = thread_coords[group[0]]
+    if first[-1] % len(group):
+        return False
+    return all(tuple(thread_coords[r]) == tuple(first[:-1]) + (first[-1] + i,)
+               for i, r in enumerate(group))
 
 
 def same_distribution(a, b, shape) -> bool:
@@ -169,12 +246,7 @@ def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
         if reg not in starts:
             shared_store(ctx, base, offset, values[reg])
             continue
-        group = [to_memory(b, v) for v in values[reg:reg + width]]
-        vec = ir.Constant(ir.VectorType(group[0].type, width), None)
-        for i, v in enumerate(group):
-            vec = b.insert_element(vec, v, i32(i))
-        b.store(vec, b.gep(base, [offset], source_etype=group[0].type),
-                align=width * byte_width(value_type))
+        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(value_type))
 
 
 def _store_width(value_type, shared_layout) -> int:

@@ -86,6 +86,7 @@ class LoweringContext:
         self.local_offsets: dict[int, int] = {}
         self.shared_sources: dict[int, object] = {}   # value -> row-major shared buffer holding it
         self.scratch_base = 0
+        self.planned_scratch: dict[int, tuple] = {}   # op -> (offset, bytes) planned for it
         self.current_op: Operation | None = None
 
     # ---- values ----------------------------------------------------------------------------
@@ -114,27 +115,31 @@ class LoweringContext:
         return self._smem
 
     def plan_local_buffers(self, func_op: Operation) -> None:
-        """Give every `ttg.local_alloc` buffer a fixed offset at the start of shared memory (they
-        may live across other ops); per-op scratch areas come after them."""
-        from math import prod
-
-        from .llvm_helpers import byte_width
-        offset = 0
-        for op in func_op.walk():
-            if op.name == "ttg.local_alloc":
-                t = op.results[0].type
-                self.local_offsets[id(op)] = offset
-                offset += (prod(t.shape) * byte_width(t.element) + 15) // 16 * 16
-        self.scratch_base = offset
-        self.shared_bytes = offset
+        """Place shared memory as `compiler.analysis.shared_memory.allocate` plans it: every
+        `ttg.local_alloc` buffer and each op's scratch area at its liveness-based offset, so
+        buffers that are never live together share bytes. Scratch requests the plan does not
+        cover (or larger than planned) go to an area after everything planned."""
+        from compiler.analysis.shared_memory import allocate
+        buffers, total = allocate(func_op)
+        for buf in buffers:
+            if buf.kind == "explicit":
+                self.local_offsets[id(buf.op)] = buf.offset
+            else:
+                self.planned_scratch[id(buf.op)] = (buf.offset, buf.size)
+        self.scratch_base = total
+        self.shared_bytes = total
 
     def local_buffer(self, op: Operation):
         """The shared-memory pointer of a `ttg.local_alloc` buffer."""
         return self._shared_at(self.local_offsets[id(op)])
 
     def scratch(self, nbytes: int, offset: int = 0):
-        """A pointer `offset` bytes into the scratch area, reserving `offset + nbytes` bytes of
-        it. Users fence the area with barriers: every op may reuse it from its start."""
+        """A pointer `offset` bytes into the current op's scratch area, reserving `offset +
+        nbytes` bytes of it: its planned place when the plan has room, else the area after all
+        planned buffers. Users fence the area with barriers."""
+        planned = self.planned_scratch.get(id(self.current_op))
+        if planned is not None and offset + nbytes <= planned[1]:
+            return self._shared_at(planned[0] + offset)
         start = self.scratch_base + offset
         self.shared_bytes = max(self.shared_bytes, start + nbytes)
         return self._shared_at(start)

@@ -18,6 +18,6 @@ def lowers(*op_names: str):
 
 def lowering_for(op_name: str) -> Callable | None:
     """The lowering function of an op name, importing every lowering module first."""
-    from . import (lower_control, lower_convert, lower_dot, lower_elementwise,  # noqa: F401
-                   lower_memory, lower_misc, lower_reduce, lower_shape)
+    from . import (lower_async, lower_control, lower_convert, lower_dot,  # noqa: F401
+                   lower_elementwise, lower_memory, lower_misc, lower_reduce, lower_shape)
     return LOWERINGS.get(op_name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 
 from compiler.ir.parser import ENCODING_PARSERS
-from compiler.ir.syntax import Convert, Syntax
+from compiler.ir.syntax import Convert, OperandTypes, Syntax
 from compiler.ir.types import MemDescType, TensorType, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
@@ -278,23 +278,8 @@ LocalStoreOp = define_op("LocalStoreOp", "ttg.local_store", _LocalStoreSyntax(),
                          doc="`ttg.local_store`: write registers into a shared-memory buffer.")
 
 
-class _OperandOnlySyntax(Syntax):
-    """`op %buf : T`."""
-
-    def print(self, p, op, indent):
-        return (f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : "
-                f"{p.types(v.type for v in op.operands)}")
-
-    def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
-        operands = ps.operand_list()
-        attrs = ps.attr_dict()
-        ps.expect(":")
-        ps.type_list()
-        return OpParts(operands, [], attrs)
-
-
-LocalDeallocOp = define_op("LocalDeallocOp", "ttg.local_dealloc", _OperandOnlySyntax(),
+LocalDeallocOp = define_op("LocalDeallocOp", "ttg.local_dealloc",
+                           OperandTypes(lambda types, attrs: None),   # `op %buf : T`
                            ("memory_write",), doc="`ttg.local_dealloc`: end of a buffer's life.")
 
 
@@ -310,3 +295,91 @@ class _BarrierSyntax(Syntax):
 BarrierOp = define_op("BarrierOp", "gpu.barrier", _BarrierSyntax(), ("memory_write",),
                       doc="`gpu.barrier`: all threads of the CTA wait here (bar.sync 0).")
 
+
+# ---- multi-buffered shared memory and asynchronous copies (software pipelining) ----------------
+class _MemDescIndexSyntax(Syntax):
+    """`ttg.memdesc_index %buf[%i] : !ttg.memdesc<SxAxB...> -> !ttg.memdesc<AxB...>`."""
+
+    def print(self, p, op, indent):
+        buf, index = op.operands
+        return (f"{op.name} {p.values([buf])}[{p.values([index])}]{p.attr_dict(op.attributes)} : "
+                f"{p.type(buf.type)} -> {p.type(op.results[0].type)}")
+
+    def parse(self, ps, cls, num_results):
+        from compiler.ir.parser import OpParts
+        buf = ps.operand()
+        ps.expect("[")
+        index = ps.operand()
+        ps.expect("]")
+        attrs = ps.attr_dict()
+        ps.expect(":")
+        ps.type()
+        ps.expect("->")
+        return OpParts([buf, index], [ps.type()], attrs)
+
+
+def _verify_memdesc_index(op):
+    src, dst = op.operands[0].type, op.results[0].type
+    if not isinstance(src, MemDescType) or not isinstance(dst, MemDescType):
+        raise VerificationError(op, "indexes a !ttg.memdesc into a !ttg.memdesc")
+    if tuple(src.shape[1:]) != tuple(dst.shape) or src.element != dst.element:
+        raise VerificationError(op, f"result must be one slice of the buffer: {src} -> {dst}")
+
+
+MemDescIndexOp = define_op("MemDescIndexOp", "ttg.memdesc_index", _MemDescIndexSyntax(),
+                           ("pure",), _verify_memdesc_index,
+                           doc="`ttg.memdesc_index`: slice `i` (along dim 0) of a multi-buffered "
+                               "shared allocation.")
+
+
+class _AsyncCopySyntax(Syntax):
+    """`ttg.async_copy_global_to_local %ptrs, %buf [mask %m] [other %o] {attrs} :
+    tensor<...x!tt.ptr<T>> -> !ttg.memdesc<...>` (Triton's form, without the async token)."""
+
+    def print(self, p, op, indent):
+        ptrs, buf = op.operands[:2]
+        text = f"{op.name} {p.values([ptrs, buf])}"
+        extra = op.operands[2:]
+        if extra:
+            text += f" mask {p.values([extra[0]])}"
+        if len(extra) > 1:
+            text += f" other {p.values([extra[1]])}"
+        return (text + f"{p.attr_dict(op.attributes)} : {p.type(ptrs.type)} -> "
+                f"{p.type(buf.type)}")
+
+    def parse(self, ps, cls, num_results):
+        from compiler.ir.parser import OpParts
+        operands = [ps.operand()]
+        ps.expect(",")
+        operands.append(ps.operand())
+        if ps.keyword("mask"):
+            operands.append(ps.operand())
+        if ps.keyword("other"):
+            operands.append(ps.operand())
+        attrs = ps.attr_dict()
+        ps.expect(":")
+        ps.type()
+        ps.expect("->")
+        ps.type()
+        return OpParts(operands, [], attrs)
+
+
+def _verify_async_copy(op):
+    if len(op.operands) < 2 or not isinstance(op.operands[1].type, MemDescType):
+        raise VerificationError(op, "copies a tensor of pointers into a !ttg.memdesc")
+    if shape_of(op.operands[0].type) != tuple(op.operands[1].type.shape):
+        raise VerificationError(op, "pointer tensor and buffer shapes differ")
+
+
+AsyncCopyGlobalToLocalOp = define_op(
+    "AsyncCopyGlobalToLocalOp", "ttg.async_copy_global_to_local", _AsyncCopySyntax(),
+    ("memory_read", "memory_write"), _verify_async_copy,
+    doc="`ttg.async_copy_global_to_local`: start copying global memory into a shared buffer "
+        "(cp.async); masked-off elements are zero-filled. Visible after `ttg.async_wait`.")
+AsyncCommitGroupOp = define_op(
+    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), ("memory_write",),
+    doc="`ttg.async_commit_group`: close the group of asynchronous copies issued so far.")
+AsyncWaitOp = define_op(
+    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), ("memory_read", "memory_write"),
+    doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
+        "then make the copied data visible to the whole CTA.")

@@ -25,7 +25,7 @@ DEFAULT_PIPELINES: dict[str, str] = {
     "ttir": "inline,canonicalize,combine,reorder-broadcast,canonicalize,cse,licm,dce,loop-unroll",
     "ttgir": ("convert-triton-to-tritongpu,coalesce,remove-layout-conversions,"
               "optimize-thread-locality,accelerate-matmul,remove-layout-conversions,"
-              "reduce-data-duplication,reorder-instructions,allocate-shared-memory"),
+              "reduce-data-duplication,reorder-instructions,pipeline,allocate-shared-memory"),
 }
 
 ENV_PIPELINE_VARS = {"ttir": "TILE_PIPELINE_TTIR", "ttgir": "TILE_PIPELINE_TTGIR",

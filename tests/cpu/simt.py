@@ -151,6 +151,8 @@ class CTA:
             self.values[id(arg)] = self._splat(value, arg.type)
         self.printed = 0
         self.assert_failed = False
+        self.async_open: list = []      # cp.async copies issued since the last commit_group
+        self.async_groups: list = []    # committed groups not yet waited for, oldest first
 
     def _splat(self, value, ty):
         if _is_float(ty):
@@ -248,6 +250,11 @@ class CTA:
             return self._gep(instr)
         if isinstance(instr, ir.LoadInstr):
             ty = instr.type
+            if isinstance(ty, ir.VectorType):             # element by element, consecutive
+                size = max(1, _bits(ty.element) // 8)
+                base = self.get(instr.operands[0])
+                return [_from_bits(self.memory.load(base + np.uint64(i * size), size, active),
+                                   ty.element) for i in range(ty.count)]
             nbytes = max(1, _bits(ty) // 8)
             raw = self.memory.load(self.get(instr.operands[0]), nbytes, active)
             return _from_bits(raw, ty)
@@ -530,12 +537,50 @@ class CTA:
                 return np.tanh(args[0]).astype(np.float32)
             elif op.startswith("atom."):
                 self._atom(op, rest, ref, outs, pred)
+            elif op.startswith("cp.async."):
+                self._cp_async(op, rest, ref, pred)
             else:
                 raise Unsupported(f"inline PTX {op}")
         if n_out == 0:
             return None
         results = [o & _mask(_bits(t)) for o, t in zip(outs, out_types)]
         return results[0] if n_out == 1 else results
+
+    # ---- asynchronous copies (cp.async): land in shared memory only at wait_group ----------
+    def _cp_async(self, op, rest, ref, pred):
+        """`cp.async.{ca,cg}.shared.global [dst], [src], size, src_size`: the source is read
+        now (src_size bytes, the rest zero-filled); the shared write waits for the
+        `cp.async.wait_group` that retires its group, so reading early sees stale data.
+        `commit_group` closes a group; `wait_group N` retires all but the newest N."""
+        if op == "cp.async.commit_group":
+            self.async_groups.append(self.async_open)
+            self.async_open = []
+            return
+        if op == "cp.async.wait_group":
+            keep = int(rest.strip())
+            retire = self.async_groups[:len(self.async_groups) - keep]
+            self.async_groups = self.async_groups[len(retire):]
+            for group in retire:
+                for dst, data, size, active in group:
+                    self.memory.store(dst, data, size, active)
+            return
+        if not op.startswith(("cp.async.ca.shared.global", "cp.async.cg.shared.global")):
+            raise Unsupported(f"inline PTX {op}")
+        dst_t, src_t, size_t, src_size_t = (t.strip() for t in rest.split(","))
+        dst = ref(re.search(r"\$\d+", dst_t).group(0))
+        src = ref(re.search(r"\$\d+", src_t).group(0))
+        size = int(size_t)
+        src_size = ref(src_size_t)
+        data = np.zeros(self.n, dtype=object)
+        for t in np.nonzero(pred)[0]:
+            n = int(src_size[t])
+            if n > size:
+                raise IndexError(f"thread {t}: cp.async src_size {n} > {size}")
+            buf, off = self.memory._locate(int(src[t])) if n else (None, 0)
+            if n and off + n > len(buf):
+                raise IndexError(f"thread {t}: cp.async of {n} bytes at {off} past the buffer")
+            data[t] = int.from_bytes(buf[off:off + n].tobytes(), "little") if n else 0
+        self.async_open.append((dst.copy(), data, size, pred.copy()))
 
     # ---- warp-collective tensor-core instructions (PTX ISA semantics) -----------------------
     def _ldmatrix(self, text, addresses):

@@ -249,3 +249,28 @@ def local_store(ctx, op, values):
 def no_effect(ctx, op, values):
     """Deallocation and barriers change no values in a sequential run."""
     return None
+
+
+# ---- the `pipeline` pass's ops: copies land at once in a sequential run ------------------------
+@semantics("ttg.memdesc_index")
+def memdesc_index(ctx, op, values):
+    """Slice `i` of a multi-buffered allocation, sharing its storage."""
+    view = SharedBuffer.__new__(SharedBuffer)
+    view.data = values[0].data[int(values[1])]
+    return view
+
+
+@semantics("ttg.async_copy_global_to_local")
+def async_copy_global_to_local(ctx, op, values):
+    """Copy global memory into the buffer now; masked-off elements become 0 (zero-fill)."""
+    ptr, buf = values[0], values[1]
+    mask = values[2] if len(values) > 2 else None
+    element = op.operands[1].type.element
+    loaded = ctx.memory.load(ptr, mask, element)
+    buf.data[...] = loaded if mask is None else np.where(mask, loaded, 0)
+
+
+@semantics("ttg.async_commit_group", "ttg.async_wait")
+def async_group(ctx, op, values):
+    """Copy groups need no bookkeeping when copies complete at once."""
+    return None

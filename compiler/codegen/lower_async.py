@@ -1,0 +1,108 @@
+"""Asynchronous global -> shared copies (the `pipeline` pass's ops) and multi-buffer slices.
+
+`ttg.async_copy_global_to_local` becomes one `cp.async` per run of registers contiguous in both
+global and shared memory (16 bytes: `.cg`, which bypasses L1; 4 or 8 bytes: `.ca`), with
+`src_size` 0 for masked-off elements so the hardware zero-fills them without reading memory.
+Runs narrower than 4 bytes fall back to a predicated load and a shared store. `ttg.async_wait`
+is `cp.async.wait_group N` followed by a CTA barrier, so the data is visible to every thread and
+every thread has finished reading the slot the next copies overwrite.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.dialects.ttg import BlockedEncoding
+
+from . import vector_width as vw
+from .llvm_helpers import barrier, byte_width, i32, inline_ptx, llvm_type
+from .lower_convert import shared_offset, shared_store
+from .lower_memory import _load_group
+from .registry import lowers
+
+CP_ASYNC_BYTES = (4, 8, 16)
+
+
+@lowers("ttg.memdesc_index")
+def lower_memdesc_index(ctx, op):
+    """`ttg.memdesc_index %buf[%i]`: the buffer's base plus i slices (bytes)."""
+    buf, index = op.operands
+    t = op.results[0].type
+    slice_bytes = byte_width(t.element)
+    for d in t.shape:
+        slice_bytes *= d
+    b = ctx.builder
+    base = ctx.get(buf)[0]
+    offset = b.mul(ctx.get(index)[0], i32(slice_bytes))
+    ctx.set(op.results[0], [b.gep(base, [offset], source_etype=ir.IntType(8))])
+
+
+def copy_width(ctx, op) -> int:
+    """Elements per copy: what the axis analysis allows for the pointers and mask, no more than
+    the shared layout's swizzle group `vec`, and 1 unless the thread's registers and the buffer
+    run along the same dim."""
+    ptr_value, buf = op.operands[:2]
+    mask_value = op.operands[2] if len(op.operands) > 2 else None
+    layout, shared = ptr_value.type.encoding, buf.type.encoding
+    if not isinstance(layout, BlockedEncoding) or layout.order[0] != shared.order[0]:
+        return 1
+    width = vw.vector_width(ctx.axis, ptr_value, mask_value, byte_width(buf.type.element))
+    return max(1, min(width, shared.vec))
+
+
+def _cp_async(ctx, dst, src, pred, nbytes: int) -> None:
+    """One `cp.async` of `nbytes`; zero-filled (no read) where `pred` is false."""
+    b = ctx.builder
+    src_size = i32(nbytes) if pred is None else b.select(pred, i32(nbytes), i32(0))
+    cache = "cg" if nbytes == 16 else "ca"
+    asm = f"cp.async.{cache}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
+    inline_ptx(b, ir.VoidType(), asm, "r,l,r", [dst, src, src_size])
+
+
+@lowers("ttg.async_copy_global_to_local")
+def lower_async_copy(ctx, op):
+    """`ttg.async_copy_global_to_local %ptrs, %buf [mask %m]`: each thread copies its unique
+    elements to their swizzled place in the buffer, `copy_width` elements per instruction."""
+    ptr_value, buf = op.operands[:2]
+    mask_value = op.operands[2] if len(op.operands) > 2 else None
+    t = ptr_value.type
+    b = ctx.builder
+    ptrs = ctx.get(ptr_value)
+    masks = ctx.get(mask_value) if mask_value is not None else [None] * len(ptrs)
+    base = ctx.get(buf)[0]
+    elem_bytes = byte_width(buf.type.element)
+    elem_ty = llvm_type(buf.type.element)
+    coords = ctx.indexer.coords(b, t.encoding, t.shape)
+    unique = ctx.indexer.unique_registers(t.encoding, t.shape)
+    width = copy_width(ctx, op)
+    if width * elem_bytes not in CP_ASYNC_BYTES:
+        width = 1
+    unique_set = set(unique)
+    starts = {r for r in unique if r % width == 0
+              and all(r + i in unique_set for i in range(width))}
+    covered = {r + i for r in starts for i in range(1, width)}
+    for reg in unique:
+        if reg in covered:
+            continue
+        run = width if reg in starts else 1
+        offset = shared_offset(b, buf.type.encoding, coords[reg], t.shape)
+        dst = b.gep(base, [offset], source_etype=elem_ty)
+        if run * elem_bytes in CP_ASYNC_BYTES:
+            _cp_async(ctx, dst, ptrs[reg], masks[reg], run * elem_bytes)
+            continue
+        value = _load_group(ctx, ptrs[reg], masks[reg], None, elem_ty, 1)[0]
+        shared_store(ctx, base, offset, value)
+
+
+@lowers("ttg.async_commit_group")
+def lower_async_commit_group(ctx, op):
+    """`ttg.async_commit_group`: `cp.async.commit_group`."""
+    inline_ptx(ctx.builder, ir.VoidType(), "cp.async.commit_group;", "", [])
+
+
+@lowers("ttg.async_wait")
+def lower_async_wait(ctx, op):
+    """`ttg.async_wait {num}`: `cp.async.wait_group num`, then a CTA barrier."""
+    num = op.attributes["num"].value
+    inline_ptx(ctx.builder, ir.VoidType(), f"cp.async.wait_group {num};", "", [])
+    barrier(ctx.builder)
+

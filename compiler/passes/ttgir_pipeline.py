@@ -1,0 +1,290 @@
+"""pipeline: software pipelining of loops whose loads feed tensor-core dots through shared memory.
+
+Triton's sm_80 scheme: each operand staged as `tt.load -> ttg.local_alloc -> ttg.local_load ->
+tt.dot` becomes an asynchronous copy (`ttg.async_copy_global_to_local`, cp.async) into one slot
+of a `num_stages`-deep shared buffer. A prologue issues the copies of the first num_stages-1
+iterations; iteration i waits for its own group (`ttg.async_wait {num = num_stages-2}`, which
+also fences the CTA), issues the copies of iteration i+num_stages-1 into the slot iteration i-1
+read, then runs the dot on slot i % num_stages. Copies past the loop's end are masked off
+(zero-filled, no memory read). The ops computing a load's pointer and mask (its "stage 0" slice,
+including the loop-carried pointer increments) are cloned with the induction variable moved
+num_stages-1 iterations ahead, and the carried pointers run that far ahead.
+"""
+from __future__ import annotations
+
+from compiler.codegen import vector_width as vw
+from compiler.dialects import arith, tt
+from compiler.dialects.scf import ForOp
+from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
+                                   LocalAllocOp, LocalDeallocOp, MemDescIndexOp,
+                                   SwizzledSharedEncoding)
+from compiler.ir.attributes import IntegerAttr, StringAttr
+from compiler.ir.core import Module, Operation, Value
+from compiler.ir.types import MemDescType, TensorType, i1, i32
+
+from .base import Option, Pass, PassContext, register_pass
+from .ir_utils import constant_value, is_pure, make_constant
+
+
+def _is_zero_other(value: Value | None) -> bool:
+    """Whether a load's `other` is absent or a constant zero (cp.async zero-fills)."""
+    if value is None:
+        return True
+    number = constant_value(value)
+    return number is not None and number == 0
+
+
+#: the narrowest cp.async (bytes); narrower loads stay synchronous and are not pipelined
+MIN_COPY_BYTES = 4
+
+
+def copy_bytes(axis, load: Operation, shared) -> int:
+    """Bytes one thread can copy per instruction for `load` into a buffer in `shared` layout:
+    the vector width the axis analysis allows, within one swizzle group (as the lowering of
+    ttg.async_copy_global_to_local decides)."""
+    ptr = load.operands[0]
+    mask = load.operands[1] if len(load.operands) > 1 else None
+    layout = ptr.type.encoding
+    elem_bytes = max(1, load.results[0].type.element.width // 8)
+    if getattr(layout, "order", None) is None or layout.order[0] != shared.order[0]:
+        return elem_bytes
+    return min(vw.vector_width(axis, ptr, mask, elem_bytes), shared.vec) * elem_bytes
+
+
+def _staged_loads(loop: ForOp, axis) -> list:
+    """(load, local_alloc) pairs of the loop body whose value reaches only tt.dots, through
+    `ttg.local_alloc` and `ttg.local_load`, and that cp.async can copy (4 bytes or more per
+    instruction): the loads worth copying asynchronously."""
+    pairs = []
+    for op in loop.body.ops:
+        if op.name != "tt.load" or not isinstance(op.results[0].type, TensorType):
+            continue
+        users = op.results[0].users()
+        if len(users) != 1 or users[0].name != "ttg.local_alloc" or users[0].parent is not loop.body:
+            continue
+        alloc = users[0]
+        if not isinstance(alloc.results[0].type.encoding, SwizzledSharedEncoding):
+            continue
+        if len(op.results[0].type.shape) != 2 or not _is_zero_other(
+                op.operands[2] if len(op.operands) > 2 else None):
+            continue
+        if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
+            continue
+        readers = alloc.results[0].users()
+        if readers and all(r.name == "ttg.local_load" and r.results[0].users() and
+                           all(u.name == "tt.dot" for u in r.results[0].users())
+                           for r in readers):
+            pairs.append((op, alloc))
+    return pairs
+
+
+def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
+    """The body ops the loads depend on (with the loads) and the iter-arg indices they read,
+    closed over the yielded values of those iter args. None when the slice holds ops that
+    cannot be cloned ahead (regions, side effects, other loads)."""
+    body = loop.body
+    in_slice: set = set()
+    carried: set = set()
+    work = [v for load in loads for v in load.operands]
+    yield_op = body.terminator
+    while work:
+        value = work.pop()
+        owner = value.owner_op
+        if owner is None:
+            if value in loop.iter_args:
+                index = loop.iter_args.index(value)
+                if index not in carried:
+                    carried.add(index)
+                    work.append(yield_op.operands[index])
+            continue
+        if owner.parent is not body or owner in in_slice:
+            continue
+        if owner.regions or not is_pure(owner):
+            return None
+        in_slice.add(owner)
+        work.extend(owner.operands)
+    return in_slice | set(loads), carried
+
+
+def _ordered(body, ops: set) -> list:
+    return [op for op in body.ops if op in ops]
+
+
+class _Emitter:
+    """Creates ops before an anchor op with one location."""
+
+    def __init__(self, anchor: Operation):
+        self.anchor = anchor
+
+    def op(self, cls, operands, result_types, attributes=None, loc=None) -> Operation:
+        new = cls(list(operands), list(result_types), dict(attributes or {}), None,
+                  self.anchor.loc if loc is None else loc)
+        self.anchor.parent.insert_before(self.anchor, new)
+        return new
+
+    def const(self, number, type_=i32) -> Value:
+        return make_constant(number, type_, self.anchor)
+
+    def clone(self, op: Operation, mapping: dict) -> Operation:
+        new = op.clone(mapping)
+        self.anchor.parent.insert_before(self.anchor, new)
+        return new
+
+
+def _issue_stage(emit: _Emitter, loop: ForOp, ops: list, loads: list, buffers: dict,
+                 mapping: dict, iv: Value, slot: Value) -> None:
+    """Clone the stage-0 `ops` under `mapping` (the iteration whose induction value is `iv`),
+    turning each load into an asynchronous copy into slot `slot` of its buffer, masked off when
+    `iv` is past the loop's end; then commit the group."""
+    ub = loop.operands[1]
+    in_range = emit.op(arith.CmpIOp, [iv, ub], [i1], {"predicate": StringAttr("slt")}).results[0]
+    for op in ops:
+        if op not in buffers:
+            emit.clone(op, mapping)
+            continue
+        ptr = mapping.get(op.operands[0], op.operands[0])
+        t = ptr.type
+        mask_type = TensorType(t.shape, i1, t.encoding)
+        mask = emit.op(tt.SplatOp, [in_range], [mask_type], loc=op.loc).results[0]
+        if len(op.operands) > 1:
+            old_mask = mapping.get(op.operands[1], op.operands[1])
+            mask = emit.op(arith.BINARY_OPS["andi"], [old_mask, mask], [mask_type],
+                           loc=op.loc).results[0]
+        buffer = buffers[op]
+        view_type = MemDescType(t.shape, buffer.type.element, buffer.type.encoding, True)
+        view = emit.op(MemDescIndexOp, [buffer, slot], [view_type], loc=op.loc).results[0]
+        emit.op(AsyncCopyGlobalToLocalOp, [ptr, view, mask], [], loc=op.loc)
+    emit.op(AsyncCommitGroupOp, [], [], loc=loop.loc)
+
+
+def _iv_ahead(emit: _Emitter, loop: ForOp, iterations: int) -> Value | None:
+    """`iterations * step` (None for 0 iterations)."""
+    if iterations == 0:
+        return None
+    return emit.op(arith.BINARY_OPS["muli"], [loop.operands[2], emit.const(iterations)],
+                   [i32]).results[0]
+
+
+def _plus(emit: _Emitter, base: Value, offset: Value | None) -> Value:
+    if offset is None:
+        return base
+    return emit.op(arith.BINARY_OPS["addi"], [base, offset], [i32]).results[0]
+
+
+def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
+    """Pipeline one scf.for (`axis`: the kernel's axis analysis); False (and nothing changed)
+    when it does not qualify."""
+    pairs = _staged_loads(loop, axis)
+    if not pairs or loop.operands[0].type != i32:
+        return False
+    step = constant_value(loop.operands[2])
+    if step is None or step <= 0:
+        return False
+    loads = [load for load, _ in pairs]
+    found = _stage0_slice(loop, loads)
+    if found is None:
+        return False
+    stage0, carried = found
+    body = loop.body
+    # carried values run num_stages-1 iterations ahead: only stage-0 ops may read them, and
+    # nothing may read their final values after the loop
+    for index in carried:
+        if loop.results[index].has_uses():
+            return False
+        for user in loop.iter_args[index].users():
+            if user not in stage0 and user is not body.terminator:
+                return False
+    ordered = _ordered(body, stage0)
+    yield_op = body.terminator
+
+    # buffers and prologue, before the loop
+    before = _Emitter(loop)
+    buffers = {}
+    for load, alloc in pairs:
+        t = alloc.results[0].type
+        buf_type = MemDescType((stages,) + tuple(t.shape), t.element, t.encoding, True)
+        buffers[load] = before.op(LocalAllocOp, [], [buf_type], loc=alloc.loc).results[0]
+    lookahead = _iv_ahead(before, loop, stages - 1)
+    current = {index: loop.init_args[index] for index in carried}
+    for p in range(stages - 1):
+        iv = _plus(before, loop.operands[0], _iv_ahead(before, loop, p))
+        mapping = {loop.induction_var: iv}
+        mapping.update({loop.iter_args[j]: current[j] for j in carried})
+        _issue_stage(before, loop, ordered, loads, buffers, mapping, iv, before.const(p))
+        current = {j: mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried}
+    for j in carried:
+        loop.set_operand(3 + j, current[j])
+
+    # the loop: two more carried indices (slot to fill, slot to read)
+    new_loop = ForOp(list(loop.operands) + [before.const(stages - 1), before.const(0)],
+                     [r.type for r in loop.results] + [i32, i32], dict(loop.attributes), [],
+                     loop.loc)
+    region = loop.regions.pop()
+    new_loop.add_region(region)
+    loop.parent.insert_before(loop, new_loop)
+    for old, new in zip(loop.results, new_loop.results):
+        old.replace_all_uses_with(new)
+    loop.erase()
+    insert_slot = body.add_argument(i32, new_loop.loc)
+    extract_slot = body.add_argument(i32, new_loop.loc)
+
+    top = _Emitter(body.ops[0])
+    top.op(AsyncWaitOp, [], [], {"num": IntegerAttr(stages - 2, i32)}, loc=new_loop.loc)
+    for load, alloc in pairs:
+        view = top.op(MemDescIndexOp, [buffers[load], extract_slot],
+                      [MemDescType(alloc.results[0].type.shape, alloc.results[0].type.element,
+                                   alloc.results[0].type.encoding, True)],
+                      loc=alloc.loc).results[0]
+        alloc.results[0].replace_all_uses_with(view)
+        alloc.erase()
+    iv = _plus(top, new_loop.induction_var, lookahead)
+    mapping = {new_loop.induction_var: iv}
+    _issue_stage(top, new_loop, ordered, loads, buffers, mapping, iv, insert_slot)
+
+    end = _Emitter(yield_op)
+    for j in carried:
+        yield_op.set_operand(j, mapping.get(yield_op.operands[j], yield_op.operands[j]))
+    count = end.const(stages)
+    one = end.const(1)
+    for slot in (insert_slot, extract_slot):
+        bumped = end.op(arith.BINARY_OPS["addi"], [slot, one], [i32]).results[0]
+        wrapped = end.op(arith.BINARY_OPS["remsi"], [bumped, count], [i32]).results[0]
+        yield_op._append_operand(wrapped)
+    for op in reversed(ordered):        # the original stage-0 ops are dead now
+        if not any(r.has_uses() for r in op.results):
+            op.erase()
+
+    after = new_loop.parent.ops[new_loop.parent.ops.index(new_loop) + 1]
+    tail = _Emitter(after)
+    tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
+    for buffer in buffers.values():
+        tail.op(LocalDeallocOp, [buffer], [], loc=new_loop.loc)
+    ctx.record_pattern(f"scf.for -> {stages}-stage cp.async pipeline", op=new_loop)
+    return True
+
+
+@register_pass
+class Pipeline(Pass):
+    """Software-pipelines loops whose tensor-core dot operands are loaded from global memory and
+    staged in shared memory: the loads become cp.async copies into a num_stages-deep shared
+    buffer issued num_stages-1 iterations ahead, so memory traffic overlaps the math (Triton's
+    sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides the option; 0 means the
+    compile option num_stages; 1 or less leaves loops alone."""
+
+    name = "pipeline"
+    stage = "ttgir"
+    options_spec = (Option("num-stages", int, 0,
+                           "buffers per operand (0: the compile option num_stages)"),)
+
+    def run(self, module: Module, ctx: PassContext) -> None:
+        default = self.options["num-stages"] or int(ctx.options.get("num_stages", 3))
+        for func in module.functions():
+            loops = [op for op in func.walk() if op.name == "scf.for"]
+            if not loops:
+                continue
+            axis = vw.analyze(func)
+            for loop in loops:
+                attr = loop.attributes.get("tt.num_stages")
+                stages = attr.value if attr is not None else default
+                if stages >= 2:
+                    pipeline_loop(loop, stages, ctx, axis)
