@@ -63,6 +63,7 @@ def const(ty: ir.Type, value) -> ir.Constant:
 
 
 def i32(value: int) -> ir.Constant:
+    """An i32 LLVM constant."""
     return ir.Constant(I32, value)
 
 

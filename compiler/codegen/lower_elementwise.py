@@ -33,6 +33,7 @@ def _register_count(ctx, value) -> int:
 
 @lowers("arith.constant")
 def lower_constant(ctx, op):
+    """`arith.constant`: a scalar, or the splat value in every register of the tensor."""
     attr = op.attributes["value"]
     res = op.results[0]
     ty = llvm_type(res.type)

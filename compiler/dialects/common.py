@@ -16,13 +16,9 @@ def define_op(class_name: str, op_name: str, syntax, traits=(), verify=None, doc
 
 
 def expect_operands(op: Operation, count: int) -> None:
+    """The op has exactly `count` operands."""
     if len(op.operands) != count:
         raise VerificationError(op, f"expects {count} operands, got {len(op.operands)}")
-
-
-def expect_results(op: Operation, count: int) -> None:
-    if len(op.results) != count:
-        raise VerificationError(op, f"expects {count} results, got {len(op.results)}")
 
 
 def verify_same_type(op: Operation) -> None:
@@ -47,12 +43,14 @@ def verify_same_shape(op: Operation) -> None:
 
 
 def verify_int_operands(op: Operation) -> None:
+    """Every operand is an integer (or a tensor of integers)."""
     for v in op.operands:
         if not isinstance(v.type.scalar, IntegerType):
             raise VerificationError(op, f"expects integer operands, got {v.type}")
 
 
 def verify_float_operands(op: Operation) -> None:
+    """Every operand is a float (or a tensor of floats)."""
     for v in op.operands:
         if not v.type.scalar.is_float:
             raise VerificationError(op, f"expects floating-point operands, got {v.type}")

@@ -14,7 +14,7 @@ from .attributes import (ArrayAttr, Attribute, BoolAttr, DenseArrayAttr, DenseAt
                          IntegerAttr, StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, hex_to_float)
 from .core import OP_REGISTRY, Block, Module, Operation, Region, Value
 from .location import UNKNOWN, CallSiteLoc, FileLineCol, Location, NameLoc
-from .types import (FLOAT_WIDTHS, FloatType, FunctionType, IntegerType, MemDescType, PointerType,
+from .types import (FloatType, FunctionType, IntegerType, MemDescType, PointerType,
                     TensorType, Type)
 
 ENCODING_PARSERS: dict = {}

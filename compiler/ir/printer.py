@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from .attributes import Attribute, IntegerAttr
-from .core import BlockArgument, Block, Module, Operation, Region, Value
+from .core import Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
 from .types import MemDescType, TensorType, Type
 
@@ -293,7 +293,3 @@ def _name_free_values(p: Printer, op: Operation) -> None:
         for v in nested.operands:
             if id(v) not in defined and id(v) not in p.names:
                 p.names[id(v)] = p._unique(v.name_hint or "arg")
-
-
-def is_block_arg(v: Value) -> bool:
-    return isinstance(v, BlockArgument)

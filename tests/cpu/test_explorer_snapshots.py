@@ -27,7 +27,7 @@ def renderer_versions() -> str:
     """The versions of the packages that draw the SVG: byte comparisons hold only between
     identical ones."""
     from importlib.metadata import version
-    return " ".join(f"{name}=={version(name)}" for name in ("textual", "rich")) + "\n"
+    return " ".join(f"{name}=={version(name)}" for name in ("textual", "rich", "pygments")) + "\n"
 STORED = ("kernels", "stages", "passes", "diff", "layouts", "linked", "pipeline")
 KEY_TEXT = {
     "kernels": ["softmax_kernel", "add_kernel", "BLOCK=4096", "Enter opens"],
