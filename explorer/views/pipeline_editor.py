@@ -203,8 +203,14 @@ class PipelineEditor(Horizontal):
         self.result = event.trace
         self.refresh_compare()
         failed = [p for p in event.trace.passes if p.error]
-        self.set_status(f"recompiled: pass {failed[0].name} failed: {failed[0].error}"
-                        if failed else "recompiled · B is the edited pipeline", error=bool(failed))
+        if failed:
+            self.set_status(f"recompiled: pass {failed[0].name} failed: {failed[0].error}",
+                            error=True)
+            return
+        no_runtime = "" if event.trace.launches else (
+            " · runtime of B: not measured (the editor recompiles, it does not launch; "
+            "`tile-explore compare` times both on a GPU)")
+        self.set_status(f"recompiled · B is the edited pipeline{no_runtime}")
 
     def refresh_compare(self) -> None:
         """Redraw the A/B metrics table."""

@@ -197,7 +197,8 @@ async def test_pipeline_editor_edits_recompiles_and_compares(traces):
         cells = [table.get_row_at(i) for i in range(table.row_count)]
         convert = next(row for row in cells if row[0] == "convert_layout")
         assert list(convert[1:]) == ["0", "3", "+3"]
-        assert "recompiled" in str(app.query_one("#pipeline-status").render())
+        status = str(app.query_one("#pipeline-status").render())
+        assert "recompiled" in status and "runtime of B: not measured" in status
         # a failing pipeline keeps the last good result and shows the error
         await pilot.press("a", *"break-me", "enter", "r")
         await app.workers.wait_for_complete()
