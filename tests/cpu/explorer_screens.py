@@ -79,11 +79,13 @@ def make_traces() -> list:
 
 
 def our_traces() -> list:
-    """Traces made by our compiler: the sample softmax and vector add, run (through the
-    interpreter when there is no GPU) under the recorder, as `tile-explore FILE` does."""
+    """Traces made by our compiler: the sample matmul (where most passes fire), softmax and
+    vector add, run (through the interpreter when there is no GPU) under the recorder, as
+    `tile-explore FILE` does."""
     from compiler.runtime.recording import record
-    from sample_kernels import softmax, vector_add
+    from sample_kernels import matmul, softmax, vector_add
     with record(full_compile=True) as recorder:
+        matmul.main()
         softmax.main()
         vector_add.main()
     return list(recorder.traces)
