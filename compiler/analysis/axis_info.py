@@ -162,6 +162,8 @@ class _Analysis:
             return AxisInfo.splat(shape, src.divisibility[0], src.constant)
         if name in ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.index_cast"):
             return ins[0]
+        if name == "arith.trunci":
+            return _truncate(ins[0], result.type.scalar.width)
         if name == "tt.broadcast":
             return _broadcast(ins[0], _shape(op.operands[0].type), shape)
         if name == "tt.expand_dims":
@@ -184,7 +186,7 @@ class _Analysis:
             return _div(ins[0], ins[1])
         if name in ("arith.remsi", "arith.remui"):
             return _rem(ins[0], ins[1])
-        if name == "arith.shli" and ins[1].constant is not None:
+        if name == "arith.shli" and ins[1].constant is not None and 0 <= ins[1].constant < 64:
             return _mul(ins[0], AxisInfo.splat(shape, pow2_divisor(1 << ins[1].constant),
                                                1 << ins[1].constant))
         if name in ("arith.cmpi",):
@@ -192,7 +194,7 @@ class _Analysis:
         if name == "arith.select":
             return _select(ins[0], ins[1], ins[2])
         if name in ("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.andi",
-                    "arith.ori", "arith.xori", "arith.shrsi", "arith.shrui", "arith.trunci"):
+                    "arith.ori", "arith.xori", "arith.shrsi", "arith.shrui"):
             return _only_constancy(ins, shape,
                                    keep_div=name in ("arith.maxsi", "arith.minsi",
                                                      "arith.maxui", "arith.minui"))
@@ -202,14 +204,20 @@ class _Analysis:
 
 
 def _argument_info(arg: BlockArgument) -> AxisInfo:
+    """A kernel argument: unknown but for its `tt.divisibility` / `tt.contiguity` attributes
+    (one integer for every dim, or a dense array with one entry per dim)."""
     shape = _shape(arg.type)
-    div = arg.attributes.get("tt.divisibility")
-    d = div.value if isinstance(div, IntegerAttr) else 1
-    info = AxisInfo((1,) * len(shape), (d,) * len(shape), (1,) * len(shape))
-    contig = arg.attributes.get("tt.contiguity")
-    if isinstance(contig, IntegerAttr):
-        info = AxisInfo((contig.value,) * len(shape), info.divisibility, info.constancy)
-    return info
+    return AxisInfo(_per_dim(arg.attributes.get("tt.contiguity"), shape),
+                    _per_dim(arg.attributes.get("tt.divisibility"), shape), (1,) * len(shape))
+
+
+def _per_dim(attr, shape: tuple) -> tuple:
+    """An argument attribute's value for each dim (1s when absent or of another rank)."""
+    if isinstance(attr, IntegerAttr):
+        return (attr.value,) * len(shape)
+    if isinstance(attr, DenseArrayAttr) and len(attr.values) == len(shape):
+        return tuple(attr.values)
+    return (1,) * len(shape)
 
 
 def _with_hints(op: Operation, result: Value, info: AxisInfo) -> AxisInfo:
@@ -240,6 +248,14 @@ def _constant_info(op: Operation, shape: tuple) -> AxisInfo:
         value = int(attr.value)
         return AxisInfo.splat(shape, pow2_divisor(value), value)
     return AxisInfo.splat(shape, 1)
+
+
+def _truncate(src: AxisInfo, width: int) -> AxisInfo:
+    """Keeping the low `width` bits (as Triton, runs are assumed not to wrap around 2**width):
+    runs and alignment stay; a constant stays only when it is representable."""
+    fits = src.constant is not None and -(1 << (width - 1)) <= src.constant < (1 << width)
+    return AxisInfo(src.contiguity, src.divisibility, src.constancy,
+                    src.constant if fits else None)
 
 
 def _broadcast(src: AxisInfo, src_shape: tuple, shape: tuple) -> AxisInfo:
@@ -397,20 +413,25 @@ def _order_and_size(layout, rank: int) -> tuple[tuple, tuple]:
         return tuple(reversed(range(rank))), (1,) * rank
 
 
-def vector_width(ptr_value: Value, info, layout=None, mask: Value | None = None) -> int:
+def vector_width(ptr_value: Value, info, layout=None, mask: Value | None = None,
+                 elem_bytes: int | None = None) -> int:
     """Elements one thread can load or store with one access through `ptr_value` in `layout`:
     a power of two, limited by the elements the thread holds contiguously along the layout's
     fastest dim, the pointers' contiguity and alignment there, 16 bytes per access, and (when
-    given) the mask's constancy. `info` is `analyze`'s dict or the pointer's `AxisInfo`."""
-    ptr_info = info[ptr_value] if isinstance(info, dict) else info
+    given) the mask's constancy. `info` is `analyze`'s dict or the pointer's `AxisInfo`;
+    `elem_bytes` defaults to the size of the pointee type."""
     t = ptr_value.type
     if not isinstance(t, TensorType):
         return 1
+    # a value made after the analysis ran (by a rewrite) has no entry: nothing is known of it
+    ptr_info = (info.get(ptr_value) or AxisInfo.unknown(t.shape)) if isinstance(info, dict) \
+        else info
     if layout is None:
         layout = t.encoding
     order, size = _order_and_size(layout, t.rank)
     dim = order[0]
-    elem_bytes = _elem_bytes(t)
+    if elem_bytes is None:
+        elem_bytes = _elem_bytes(t)
     width = min(size[dim], ptr_info.contiguity[dim],
                 max(ptr_info.divisibility[dim] // elem_bytes, 1), max(16 // elem_bytes, 1))
     if mask is not None and isinstance(info, dict) and mask in info:

@@ -182,3 +182,70 @@ def test_reference_kernels_loads_allow_triton_widths(name, width):
     assert loads
     for op in loads:
         assert vector_width(op.operands[0], info) == width
+
+
+def test_argument_attributes_may_give_one_value_per_dim():
+    args = ("%t: tensor<4x8xi32> {tt.divisibility = array<i32: 16, 8>, "
+            "tt.contiguity = array<i32: 1, 8>}, %s: i32 {tt.contiguity = 4 : i32}")
+    func, info, v = _analyze("", args)
+    assert info[v["t"]] == AxisInfo((1, 8), (16, 8), (1, 1))
+    assert info[v["s"]] == AxisInfo((4,), (1,), (1,))
+
+
+def test_truncation_keeps_runs_and_alignment():
+    body = """
+    %r = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %w = arith.extsi %r : tensor<256xi32> to tensor<256xi64>
+    %big = arith.constant 4294967312 : i64
+    %b = tt.splat %big : i64 -> tensor<256xi64>
+    %o = arith.addi %w, %b : tensor<256xi64>
+    %t = arith.trunci %o : tensor<256xi64> to tensor<256xi32>
+    %c = arith.constant 48 : i64
+    %tc = arith.trunci %c : i64 to i32
+    %tb = arith.trunci %big : i64 to i32
+    """
+    _, info, v = _analyze(body, "")
+    assert info[v["t"]] == AxisInfo((256,), (16,), (1,))
+    assert info[v["tc"]].constant == 48
+    assert info[v["tb"]].constant is None           # 2**32 + 16 does not fit in 32 bits
+    assert info[v["tb"]].divisibility == (16,)
+
+
+def test_odd_shift_amounts_are_not_multiplications():
+    body = """
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %neg = arith.constant dense<-1> : tensor<64xi32>
+    %two = arith.constant dense<2> : tensor<64xi32>
+    %a = arith.shli %r, %neg : tensor<64xi32>
+    %b = arith.shli %r, %two : tensor<64xi32>
+    """
+    _, info, v = _analyze(body, "")
+    assert info[v["a"]] == AxisInfo.unknown((64,))
+    assert info[v["b"]].divisibility == (4,)
+
+
+def test_vector_width_of_values_made_after_the_analysis_and_explicit_element_size():
+    layout = BlockedEncoding((4,), (32,), (4,), (0,))
+    func, info, v = _analyze(ADD_BODY, f"%x: !tt.ptr<f32> {ARG16}, %n: i32 {ARG16}")
+    ptrs = v["ptrs"]
+    del info[ptrs]                                  # as if a rewrite made it afterwards
+    assert vector_width(ptrs, info, layout) == 1
+    _, info, v = _analyze(ADD_BODY, f"%x: !tt.ptr<f32> {ARG16}, %n: i32 {ARG16}")
+    assert vector_width(v["ptrs"], info, layout, elem_bytes=8) == 2
+
+
+def test_every_test_and_reference_kernel_is_analysed():
+    """The lowering relies on this analysis alone: it must answer for every kernel we have."""
+    from tests.cpu.codegen_kernels import KERNELS
+    texts = [KERNELS[name]() for name in sorted(KERNELS)]
+    if REFERENCE.is_dir():
+        texts += [p.read_text() for p in sorted(REFERENCE.glob("*.ttir"))]
+        texts += [(REFERENCE / f"{n}.ttgir").read_text() for n in ("add", "softmax", "layernorm")]
+    analysed = 0
+    for text in texts:
+        for func in parse_module(text).functions():
+            info = analyze(func)
+            for op in func.walk():
+                assert all(r in info for r in op.results), op.name
+            analysed += 1
+    assert analysed >= len(KERNELS)

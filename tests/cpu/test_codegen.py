@@ -13,7 +13,7 @@ from compiler.codegen.lowering import LoweringError, lower_module
 from compiler.codegen.toolchain import find_tool
 from compiler.ir.parser import parse_module
 
-from .codegen_kernels import KERNELS
+from .codegen_kernels import KERNELS, module
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas is not installed")
 
@@ -194,30 +194,63 @@ def test_parse_ptxas_report():
                     "stack_frame": 16, "spill_stores": 4, "spill_loads": 8}
 
 
-def test_fallback_vector_widths_agree_with_the_axis_analysis(reference_dir):
-    """The codegen's own axis analysis (its fallback) and the project's agree on every access."""
-    from compiler.codegen import vector_width as vw
+def _accesses(func):
+    """(pointer, mask or None, bytes per element) of every tt.load / tt.store of a function."""
     from compiler.codegen.llvm_helpers import byte_width
+    for op in func.walk():
+        if op.name not in ("tt.load", "tt.store"):
+            continue
+        mask_index = 1 if op.name == "tt.load" else 2
+        mask = op.operands[mask_index] if len(op.operands) > mask_index else None
+        value = op.results[0] if op.results else op.operands[1]
+        yield op.operands[0], mask, byte_width(value.type)
+
+
+def test_lowering_vector_widths_come_from_the_axis_analysis(reference_dir):
+    """On every access of the test kernels the lowering's width is the axis analysis's,
+    narrowed only where the thread's registers are not contiguous; many accesses vectorize."""
+    from compiler.analysis import axis_info
+    from compiler.codegen import vector_width as vw
+    from compiler.dialects.ttg import BlockedEncoding
     texts = [KERNELS[name]() for name in sorted(KERNELS)]
     texts += [(reference_dir / f"{n}.ttgir").read_text() for n in ("add", "softmax", "layernorm")]
-    checked = 0
+    checked, wide = 0, 0
     for text in texts:
         func = parse_module(text).functions()[0]
-        analyses = vw.analyze(func)
-        if analyses.project is None:
-            pytest.skip("compiler.analysis.axis_info is not available")
-        for op in func.walk():
-            if op.name not in ("tt.load", "tt.store"):
-                continue
-            mask_index = 1 if op.name == "tt.load" else 2
-            mask = op.operands[mask_index] if len(op.operands) > mask_index else None
-            value = op.results[0] if op.results else op.operands[1]
-            fallback = vw.fallback_width(analyses.fallback, op.operands[0], mask,
-                                         byte_width(value.type))
-            assert vw.vector_width(analyses, op.operands[0], mask,
-                                   byte_width(value.type)) == fallback, op
+        info = vw.analyze(func)
+        for ptr, mask, elem_bytes in _accesses(func):
+            width = vw.vector_width(info, ptr, mask, elem_bytes)
+            analysed = axis_info.vector_width(ptr, info, mask=mask)
+            assert width & (width - 1) == 0 and width * elem_bytes <= 16
+            assert width <= analysed
+            if isinstance(getattr(ptr.type, "encoding", None), BlockedEncoding):
+                assert width == analysed
             checked += 1
-    assert checked > 20
+            wide += width > 1
+    assert checked > 20 and wide > 30
+
+
+def test_lowering_narrows_a_slice_without_the_fastest_dim():
+    """A slice that drops its parent's fastest dim holds no contiguous registers: one element
+    per access, whatever the pointers' contiguity and alignment allow."""
+    from compiler.analysis import axis_info
+    from compiler.codegen import vector_width as vw
+    layout = "#ttg.slice<{dim = 1, parent = #blocked}>"
+    body = f"""  tt.func public @k(%x: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}) {{
+    %r = tt.make_range {{end = 64 : i32, start = 0 : i32}} : tensor<64xi32, {layout}>
+    %p = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>, {layout}>
+    %pp = tt.addptr %p, %r : tensor<64x!tt.ptr<f32>, {layout}>, tensor<64xi32, {layout}>
+    %v = tt.load %pp : tensor<64x!tt.ptr<f32>, {layout}>
+    tt.return
+  }}
+"""
+    parent = ("#ttg.blocked<{sizePerThread = [4, 4], threadsPerWarp = [4, 8], "
+              "warpsPerCTA = [4, 1], order = [1, 0]}>")
+    func = parse_module(module(body, {"blocked": parent})).functions()[0]
+    info = vw.analyze(func)
+    [(ptr, mask, elem_bytes)] = list(_accesses(func))
+    assert axis_info.vector_width(ptr, info) == 4
+    assert vw.vector_width(info, ptr, mask, elem_bytes) == 1
 
 
 def test_sass_needs_a_disassembler(reference_dir):
