@@ -10,30 +10,34 @@ start from a stage's file.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from compiler.codegen.backend import checked_value
+from compiler.codegen.nvidia_backend import DEFAULT_ARCH, NvidiaOptions
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module, print_module_with_lines
 from compiler.ir.verifier import verify_module
 from compiler.trace import CompileTrace
 
+#: The backend the driver compiles for (its options class is `CompileOptions`' base).
+BACKEND = "nvidia"
+#: The driver's own options that change the generated artifacts (part of the cache key).
+DRIVER_KEY_OPTIONS = ("pipelines", "build_cubin", "build_sass")
 
 
-@dataclass
-class CompileOptions:
-    """Everything that changes what a compile produces (part of the cache key)."""
+@dataclass(frozen=True)
+class CompileOptions(NvidiaOptions):
+    """Everything that changes what a compile produces. The target and code-generation options
+    (num_warps, num_stages, num_ctas, arch, maxnreg, debug, enable_fp_fusion, ptx_version,
+    default_dot_input_precision, warp_size, line_info) and their checks are the backend's
+    (`NvidiaOptions`, the base class); the fields below are the driver's own."""
 
-    num_warps: int = 4
-    num_stages: int = 3
-    num_ctas: int = 1
-    maxnreg: int | None = None
-    enable_fp_fusion: bool = True
-    arch: int = 90
     pipelines: dict = field(default_factory=dict)      # stage -> pipeline string
     snapshots: bool = True
     verify_each: bool = True
@@ -41,11 +45,23 @@ class CompileOptions:
     build_sass: bool = True
     override_dir: str | None = None
     dump_dir: str | None = None
-    debug: bool = False
+
+    @classmethod
+    def backend_option_names(cls) -> tuple[str, ...]:
+        """The names the backend's options class owns (validated by its `parse_options`)."""
+        return tuple(f.name for f in fields(NvidiaOptions))
+
+    @classmethod
+    def driver_option_names(cls) -> tuple[str, ...]:
+        """The names the compile driver owns (stage pipelines, tracing, outputs, folders)."""
+        backend = set(cls.backend_option_names())
+        return tuple(f.name for f in fields(cls) if f.name not in backend)
 
     @classmethod
     def from_env(cls, base: dict | None = None, environ=None) -> "CompileOptions":
-        """Options from keyword arguments, then the TILE_* variables (read here, at the edge)."""
+        """Options from keyword arguments, then the TILE_* variables (read here, at the edge).
+        The backend parses and checks its options; unknown names and bad values raise
+        `ValueError` naming the option and what is allowed."""
         from compiler.passes.manager import pipeline_from_env
         environ = os.environ if environ is None else environ
         values = dict(base or {})
@@ -54,25 +70,44 @@ class CompileOptions:
             values["override_dir"] = environ["TILE_OVERRIDE_DIR"]
         if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
             values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
         if unknown:
-            raise ValueError(f"unknown compile option(s) {', '.join(unknown)}; known: "
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ValueError(f"unknown compile option(s) {', '.join(unknown)}{hint}; known: "
                              + ", ".join(sorted(known)))
-        options = cls(**values)
-        if options.num_warps not in (1, 2, 4, 8, 16, 32):
-            raise ValueError(f"num_warps must be a power of two from 1 to 32, "
-                             f"not {options.num_warps}")
-        if options.num_ctas != 1:
-            raise ValueError(f"num_ctas={options.num_ctas}: only 1 CTA per program is supported "
-                             "(thread-block clusters are not implemented)")
-        return options
+        driver_names = set(cls.driver_option_names())
+        backend = _backend()
+        parsed = backend.parse_options({k: v for k, v in values.items()
+                                        if k not in driver_names})
+        driver = {k: checked_value(known[k], v, backend.name) for k, v in values.items()
+                  if k in driver_names}
+        return cls.with_backend_options(parsed, **driver)
+
+    @classmethod
+    def with_backend_options(cls, backend_options: NvidiaOptions, **driver) -> "CompileOptions":
+        """Compile options holding the (already parsed) backend options plus driver options."""
+        return cls(**{name: getattr(backend_options, name)
+                      for name in cls.backend_option_names()}, **driver)
+
+    @property
+    def backend_options(self) -> NvidiaOptions:
+        """The backend's part of these options, as its own options object (for `add_stages`)."""
+        return NvidiaOptions(**{name: getattr(self, name) for name in self.backend_option_names()})
 
     def key_parts(self) -> dict:
-        """The options that change generated code (what the disk cache key includes)."""
-        return {name: getattr(self, name) for name in
-                ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "arch",
-                 "pipelines", "build_cubin", "build_sass", "debug")}
+        """The options that change generated code (what the disk cache key includes): every
+        backend option and the driver's `DRIVER_KEY_OPTIONS`."""
+        names = self.backend_option_names() + DRIVER_KEY_OPTIONS
+        return {name: getattr(self, name) for name in names}
+
+
+def _backend(arch: int | None = None):
+    """The backend object for `arch` (default: the backend's default architecture, so an
+    option set without `arch` compiles for it whatever GPU is present)."""
+    from compiler.codegen.backend import GPUTarget, get_backend
+    return get_backend(BACKEND, GPUTarget(BACKEND, DEFAULT_ARCH if arch is None else arch, 32))
 
 
 @dataclass
@@ -228,8 +263,7 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
     if isinstance(options, CompileOptions):
         opts = options
         if pipelines:
-            opts = CompileOptions(**{**opts.__dict__, "pipelines": {**opts.pipelines,
-                                                                     **pipelines}})
+            opts = replace(opts, pipelines={**opts.pipelines, **pipelines})
     else:
         base = dict(options or {})
         if pipelines:
@@ -266,10 +300,9 @@ def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
 def backend_stages(options: CompileOptions) -> dict:
     """The ordered stage functions of the backend for the options' target (NVIDIA here: the
     common ttir and ttgir stages, then its own llir, ptx, cubin and sass)."""
-    from compiler.codegen.backend import GPUTarget, get_backend
     stages: dict = {}
-    backend = get_backend("nvidia", GPUTarget("nvidia", options.arch, 32))
-    backend.add_stages(stages, backend.parse_options({"arch": options.arch}))
+    backend = _backend(options.arch)
+    backend.add_stages(stages, options.backend_options)
     return stages
 
 
@@ -335,7 +368,7 @@ def _state_from_file(path: Path, opts: CompileOptions) -> tuple[CompileState, st
     if stage == "ttgir":
         warps = _module_int_attr(module, "ttg.num-warps")
         if warps:
-            opts = CompileOptions(**{**opts.__dict__, "num_warps": warps})
+            opts = replace(opts, num_warps=warps)
     trace = CompileTrace(kernel_name=name, source_file=str(path))
     trace.overrides[stage] = str(path)
     state = CompileState(name=name, options=opts, trace=trace)

@@ -118,7 +118,7 @@ class BaseBackend(ABC):
                               f"(known: {', '.join(known)})")
         values = {}
         for name, value in options.items():
-            values[name] = _checked_value(known[name], value, self.name)
+            values[name] = checked_value(known[name], value, self.name)
         values.update(self.target_options(values))
         return self.options_class(**values)
 
@@ -145,8 +145,9 @@ class BaseBackend(ABC):
         return f"{type(self).__name__}({self.target})"
 
 
-def _checked_value(field: dataclasses.Field, value: Any, backend: str) -> Any:
-    """`value` converted to the field's type and checked; `OptionError` if it is wrong."""
+def checked_value(field: dataclasses.Field, value: Any, backend: str) -> Any:
+    """`value` converted to the field's type and checked; `OptionError` if it is wrong. Any
+    options dataclass may use it (the compile driver checks its own fields with it too)."""
     expected = field.type if isinstance(field.type, type) else _type_from_name(field.type)
     if expected is bool:
         if not isinstance(value, bool):
@@ -161,6 +162,9 @@ def _checked_value(field: dataclasses.Field, value: Any, backend: str) -> Any:
     elif expected is str:
         if not isinstance(value, str):
             raise OptionError(f"option '{field.name}' takes a string, not {value!r}")
+    elif expected is dict:
+        if not isinstance(value, dict):
+            raise OptionError(f"option '{field.name}' takes a dict, not {value!r}")
     check = field.metadata.get("check")
     if check is not None and value is not None and not check(value):
         allowed = field.metadata.get("allowed", "a valid value")
@@ -172,7 +176,8 @@ def _checked_value(field: dataclasses.Field, value: Any, backend: str) -> Any:
 def _type_from_name(annotation: str):
     """The type of a dataclass field annotated as a string (`from __future__ import
     annotations`); None (no type check) for unions and generics."""
-    return {"int": int, "bool": bool, "float": float, "str": str}.get(annotation)
+    return {"int": int, "bool": bool, "float": float, "str": str,
+            "dict": dict}.get(annotation)
 
 
 # --------------------------------------------------------------------------------------------

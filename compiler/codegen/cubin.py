@@ -32,8 +32,10 @@ def parse_ptxas_info(text: str) -> dict:
     return info
 
 
-def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True) -> tuple:
-    """(cubin bytes, info) for PTX text; raises PtxasError with ptxas's messages on failure and
+def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True,
+             maxnreg: int | None = None) -> tuple:
+    """(cubin bytes, info) for PTX text; `maxnreg` (when given) caps the registers per thread
+    (`--maxrregcount`). Raises PtxasError with ptxas's messages on failure and
     FileNotFoundError when ptxas is not installed."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
@@ -45,6 +47,8 @@ def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True) -> tuple:
         cmd = [ptxas, f"-arch={arch}", "-v", "-O3", str(src), "-o", str(out)]
         if line_info:
             cmd.insert(1, "-lineinfo")
+        if maxnreg is not None:
+            cmd.insert(1, f"--maxrregcount={maxnreg}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:

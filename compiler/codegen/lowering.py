@@ -55,10 +55,12 @@ class LoweredKernel:
 
 @dataclass
 class LoweringOptions:
-    """Options of the lowering: the kernel's ttgir file name and whether to run LLVM's O3."""
+    """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, and
+    the register cap per thread (`.maxnreg`; None: no cap)."""
 
     ttgir_file: str | None = None
     optimize: bool = True
+    maxnreg: int | None = None
 
 
 class LoweringContext:
@@ -232,6 +234,9 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
     # the launcher always uses exactly num_warps * 32 threads: `.reqntid`, as Triton's PTX has
     # (it implies the maximum; ptxas refuses .maxntid beside it)
     annotations.add(module.add_metadata([fn, "reqntidx", ir.IntType(32)(num_warps * 32)]))
+    if options.maxnreg is not None:
+        # ptxas ignores --maxrregcount for a .reqntid kernel: the cap goes in the PTX (.maxnreg)
+        annotations.add(module.add_metadata([fn, "maxnreg", ir.IntType(32)(options.maxnreg)]))
 
     llvm_text = str(module)
     if options.optimize:

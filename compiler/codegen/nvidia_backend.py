@@ -36,7 +36,9 @@ STAGE_FUNCTIONS = (
 
 @dataclass(frozen=True)
 class NvidiaOptions(BackendOptions):
-    """Compile options of the NVIDIA backend (the common ones plus NVIDIA's)."""
+    """Compile options of the NVIDIA backend (the common ones plus NVIDIA's). They are the one
+    definition of the target options: the compile driver's `CompileOptions` derives from this
+    class and adds only its own fields."""
 
     arch: int = dataclasses.field(default=DEFAULT_ARCH, metadata={
         "check": lambda v: v in KNOWN_ARCHS,

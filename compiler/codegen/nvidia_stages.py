@@ -31,7 +31,8 @@ def stage_llir(state: CompileState) -> None:
     if text is None:
         start = time.perf_counter()
         lowered = lower_module(state.ttgir, LoweringOptions(ttgir_file=f"{state.name}.ttgir",
-                                                            optimize=False))
+                                                            optimize=False,
+                                                            maxnreg=state.options.maxnreg))
         state.metadata.update({"shared": lowered.shared_bytes, "num_warps": lowered.num_warps,
                                "arg_kinds": list(lowered.arg_kinds),
                                "threads_per_warp": lowered.threads_per_warp})
@@ -64,13 +65,14 @@ def stage_ptx(state: CompileState) -> None:
     from compiler.codegen.linemap import ptx_line_map
     from compiler.codegen.ptx import llvm_to_ptx
     text = override_text(state, "ptx")
-    state.ptx = text if text is not None else llvm_to_ptx(state.llir, f"sm_{state.options.arch}")
+    state.ptx = text if text is not None else llvm_to_ptx(state.llir, state.options.ptx_arch)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
 
 
 def stage_cubin(state: CompileState) -> None:
-    """cubin: assemble the PTX with ptxas (its -v report goes into the trace)."""
+    """cubin: assemble the PTX with ptxas (its -v report goes into the trace), with the
+    options' register cap (`maxnreg`) and line info."""
     from compiler.codegen.cubin import assemble
     from compiler.codegen.toolchain import find_tool
     if not state.options.build_cubin:
@@ -78,7 +80,9 @@ def stage_cubin(state: CompileState) -> None:
     if find_tool("ptxas") is None:
         state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
         return
-    state.cubin, info = assemble(state.ptx, f"sm_{state.options.arch}")
+    options = state.options
+    state.cubin, info = assemble(state.ptx, options.ptx_arch, line_info=options.line_info,
+                                 maxnreg=options.maxnreg)
     state.trace.cubin_info = info
     state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
 

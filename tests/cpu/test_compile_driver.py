@@ -1,11 +1,15 @@
 """The compile driver: stages in order, the disk cache, starting from and overriding stages."""
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 import compiler as triton
 import compiler.language as tl
-from compiler.compiler import CompileOptions, compile as compile_kernel
+from compiler.codegen.backend import GPUTarget
+from compiler.codegen.nvidia_backend import NvidiaBackend, NvidiaOptions
+from compiler.compiler import CompileOptions, backend_stages, compile as compile_kernel
 from compiler.runtime.specialization import ASTSource
 
 
@@ -65,8 +69,92 @@ def test_override_dir_replaces_a_stage(tmp_path, monkeypatch):
 def test_bad_options_are_named():
     with pytest.raises(ValueError, match="unknown compile option"):
         CompileOptions.from_env({"num_wraps": 4}, environ={})
-    with pytest.raises(ValueError, match="num_warps must be a power of two"):
+    with pytest.raises(ValueError, match="did you mean 'num_warps'"):
+        CompileOptions.from_env({"num_wraps": 4}, environ={})
+    with pytest.raises(ValueError, match="num_warps' = 3 is not allowed.*power of two"):
         CompileOptions.from_env({"num_warps": 3}, environ={})
+    with pytest.raises(ValueError, match="maxnreg' = '64' is not allowed.*16 to 255"):
+        CompileOptions.from_env({"maxnreg": "64"}, environ={})
+    with pytest.raises(ValueError, match="snapshots' takes True or False"):
+        CompileOptions.from_env({"snapshots": 1}, environ={})
+    with pytest.raises(ValueError, match="num_ctas' = 2 is not allowed"):
+        CompileOptions.from_env({"num_ctas": 2}, environ={})
+
+
+def test_backend_options_are_the_one_source_of_target_options():
+    """CompileOptions derives from the backend's options class: the backend owns (and checks)
+    the target options, the driver adds only its own fields."""
+    backend_names = {f.name for f in fields(NvidiaOptions)}
+    driver_names = set(CompileOptions.driver_option_names())
+    assert driver_names == {"pipelines", "snapshots", "verify_each", "build_cubin",
+                            "build_sass", "override_dir", "dump_dir"}
+    assert set(CompileOptions.__dataclass_fields__) == backend_names | driver_names
+    assert set(CompileOptions.backend_option_names()) == backend_names
+    opts = CompileOptions.from_env({"num_warps": 8, "arch": "sm_80", "maxnreg": 128,
+                                    "build_sass": False}, environ={})
+    parsed = NvidiaBackend(GPUTarget("nvidia", 90, 32)).parse_options(
+        {"num_warps": 8, "arch": "sm_80", "maxnreg": 128})
+    assert opts.backend_options == parsed and type(opts.backend_options) is NvidiaOptions
+    assert (opts.arch, opts.ptx_arch, opts.build_sass) == (80, "sm_80", False)
+    assert CompileOptions.from_env({}, environ={}).arch == 90
+
+
+def test_key_parts_follow_every_code_changing_option():
+    base = CompileOptions.from_env({}, environ={})
+    parts = base.key_parts()
+    assert {"num_warps", "maxnreg", "arch", "line_info", "pipelines", "build_sass"} <= set(parts)
+    assert "dump_dir" not in parts and "snapshots" not in parts
+    for change in ({"maxnreg": 64}, {"num_stages": 2}, {"default_dot_input_precision": "ieee"},
+                   {"pipelines": {"ttir": "cse"}}):
+        assert CompileOptions.from_env(change, environ={}).key_parts() != parts, change
+    assert CompileOptions.from_env({"dump_dir": "x"}, environ={}).key_parts() == parts
+
+
+def test_jit_launch_options_are_compile_options():
+    from compiler.runtime.jit import LAUNCH_OPTIONS
+    assert set(LAUNCH_OPTIONS) <= set(CompileOptions.__dataclass_fields__)
+
+
+def test_backend_stages_get_the_parsed_backend_options(monkeypatch):
+    seen = []
+    original = NvidiaBackend.add_stages
+
+    def spy(self, stages, options):
+        seen.append(options)
+        original(self, stages, options)
+
+    monkeypatch.setattr(NvidiaBackend, "add_stages", spy)
+    opts = CompileOptions.from_env({"num_warps": 2, "arch": 80, "maxnreg": 40}, environ={})
+    assert list(backend_stages(opts)) == ["ttir", "ttgir", "llir", "ptx", "cubin", "sass"]
+    assert seen == [opts.backend_options]
+    assert (seen[0].num_warps, seen[0].arch, seen[0].maxnreg) == (2, 80, 40)
+
+
+def test_maxnreg_reaches_ptx_and_ptxas(reference_dir, monkeypatch):
+    """maxnreg caps the registers: `.maxnreg` in the PTX (ptxas ignores its --maxrregcount
+    flag for a `.reqntid` kernel) and the flag on the ptxas command line."""
+    import subprocess
+
+    import compiler.codegen.cubin as cubin
+    from compiler.codegen.toolchain import find_tool
+    if find_tool("ptxas") is None:
+        pytest.skip("ptxas is not installed")
+    commands = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kwargs):
+        commands.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(cubin.subprocess, "run", run)
+    free = compile_kernel(reference_dir / "layernorm.ttgir", {"build_sass": False})
+    capped = compile_kernel(reference_dir / "layernorm.ttgir",
+                            {"maxnreg": 32, "build_sass": False})
+    assert free.trace.cubin_info["registers"] > 32
+    assert capped.trace.cubin_info["registers"] <= 32
+    assert ".maxnreg 32" in capped.asm["ptx"] and ".maxnreg" not in free.asm["ptx"]
+    assert "--maxrregcount=32" in commands[-1]
+    assert not any(arg.startswith("--maxrregcount") for arg in commands[0])
 
 
 def test_pipelines_from_the_environment(monkeypatch):
