@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from compiler.ir.parser import ENCODING_PARSERS
+from compiler.ir.parser import ENCODING_PARSERS, OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
 from compiler.ir.types import MemDescType, TensorType, shape_of
 from compiler.ir.verifier_errors import VerificationError
@@ -223,6 +223,14 @@ ConvertLayoutOp = define_op("ConvertLayoutOp", "ttg.convert_layout", Convert("->
                             doc="`ttg.convert_layout`: the same tensor in another layout.")
 
 
+def _parse_arrow_types(ps):
+    """`: T -> R` after an op's operands and attributes; returns R."""
+    ps.expect(":")
+    ps.type()
+    ps.expect("->")
+    return ps.type()
+
+
 class _LocalAllocSyntax(Syntax):
     """`ttg.local_alloc [%src] {attrs} : ([T]) -> !ttg.memdesc<...>`."""
 
@@ -232,7 +240,6 @@ class _LocalAllocSyntax(Syntax):
                 f"{p.attr_dict(op.attributes)} : ({ins}) -> {p.type(op.results[0].type)}")
 
     def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
         operands = ps.operand_list()
         attrs = ps.attr_dict()
         ps.expect(":")
@@ -263,13 +270,9 @@ class _LocalStoreSyntax(Syntax):
                 f"{p.type(v.type)} -> {p.type(buf.type)}")
 
     def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
         operands = ps.operand_list()
         attrs = ps.attr_dict()
-        ps.expect(":")
-        ps.type()
-        ps.expect("->")
-        ps.type()
+        _parse_arrow_types(ps)
         return OpParts(operands, [], attrs)
 
 
@@ -288,7 +291,6 @@ class _BarrierSyntax(Syntax):
         return op.name + p.attr_dict(op.attributes)
 
     def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
         return OpParts([], [], ps.attr_dict())
 
 
@@ -306,16 +308,12 @@ class _MemDescIndexSyntax(Syntax):
                 f"{p.type(buf.type)} -> {p.type(op.results[0].type)}")
 
     def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
         buf = ps.operand()
         ps.expect("[")
         index = ps.operand()
         ps.expect("]")
         attrs = ps.attr_dict()
-        ps.expect(":")
-        ps.type()
-        ps.expect("->")
-        return OpParts([buf, index], [ps.type()], attrs)
+        return OpParts([buf, index], [_parse_arrow_types(ps)], attrs)
 
 
 def _verify_memdesc_index(op):
@@ -348,7 +346,6 @@ class _AsyncCopySyntax(Syntax):
                 f"{p.type(buf.type)}")
 
     def parse(self, ps, cls, num_results):
-        from compiler.ir.parser import OpParts
         operands = [ps.operand()]
         ps.expect(",")
         operands.append(ps.operand())
@@ -357,10 +354,7 @@ class _AsyncCopySyntax(Syntax):
         if ps.keyword("other"):
             operands.append(ps.operand())
         attrs = ps.attr_dict()
-        ps.expect(":")
-        ps.type()
-        ps.expect("->")
-        ps.type()
+        _parse_arrow_types(ps)
         return OpParts(operands, [], attrs)
 
 
