@@ -192,15 +192,9 @@ def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) 
     inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
                                 verify_each=state.options.verify_each)
     manager = PassManager(stage, pipeline, [inst])
-    if "num-warps" not in str(pipeline):
-        # The launch's num_warps is the default of every pass that takes one.
-        for pass_ in manager.passes:
-            if "num-warps" in pass_.options:
-                pass_.options["num-warps"] = state.options.num_warps
-    if "target" not in str(pipeline):
-        for pass_ in manager.passes:
-            if "target" in pass_.options:
-                pass_.options["target"] = f"cuda:{state.options.arch}"
+    for pass_ in manager.passes:     # the launch's values, where the pipeline gave none
+        pass_.set_default_option("num-warps", state.options.num_warps)
+        pass_.set_default_option("target", f"cuda:{state.options.arch}")
     ctx = {"num_warps": state.options.num_warps, "arch": state.options.arch,
            "num_stages": state.options.num_stages, **extra}
     return manager.run(module, ctx)

@@ -73,6 +73,13 @@ class Pass:
                 valid = ", ".join(known) or "none"
                 raise ValueError(f"pass '{self.name}' has no option '{key}' (valid: {valid})")
         self.options = {o.name: options.get(o.name, o.default) for o in self.options_spec}
+        self.given_options = frozenset(options)     # set by the pipeline, not defaulted
+
+    def set_default_option(self, name: str, value) -> None:
+        """Use `value` for option `name` unless the pipeline gave it explicitly (e.g. the
+        launch's num_warps for `convert-triton-to-tritongpu`)."""
+        if name in self.options and name not in self.given_options:
+            self.options[name] = value
 
     @classmethod
     def doc(cls) -> str:

@@ -187,3 +187,14 @@ def test_kernel_dump_env_writes_every_stage_even_through_the_interpreter(tmp_pat
     files = sorted(p.name for p in (tmp_path / "dump" / "add_kernel").iterdir())
     assert files[0] == "00-source.py" and any(f.endswith("-ttgir-coalesce.mlir") for f in files)
     assert "trace.json" in files
+
+
+def test_launch_num_warps_fills_only_options_the_pipeline_left_out():
+    ttgir = "convert-triton-to-tritongpu{num-warps=8},coalesce"
+    given = compile_kernel(source(256), {"num_warps": 2}, pipelines={"ttgir": ttgir},
+                           stop_after="ttgir")
+    assert '"ttg.num-warps" = 8 : i32' in given.asm["ttgir"]
+    defaulted = compile_kernel(source(256), {"num_warps": 2},
+                               pipelines={"ttgir": "convert-triton-to-tritongpu,coalesce"},
+                               stop_after="ttgir")
+    assert '"ttg.num-warps" = 2 : i32' in defaulted.asm["ttgir"]
