@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
-from compiler.dialects.scf import ForOp, WhileOp
-from compiler.dialects.tt import AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp, TransOp
+from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp,
+                                  TransOp)
 from compiler.dialects.ttg import ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp
 from compiler.ir.core import Operation
-from compiler.ir.traits import SharedMemoryScratch
+from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
 
 ALIGNMENT = 16
@@ -153,7 +153,7 @@ def _live_end(op: Operation, index: dict, last: dict) -> int:
             end = max(end, index[user])
             ancestor = user.parent_op
             while ancestor is not None and ancestor in index and not ancestor.is_ancestor_of(op):
-                if isinstance(ancestor, (ForOp, WhileOp)):
+                if ancestor.has_trait(LoopLike):
                     end = max(end, last[ancestor])
                 ancestor = ancestor.parent_op
     return end

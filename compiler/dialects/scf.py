@@ -185,5 +185,6 @@ class WhileOp(Operation):
             raise VerificationError(self, "scf.condition must forward the results' types")
 
 
-ConditionOp = define_op("ConditionOp", "scf.condition", Terminator(), (TerminatorTrait, LayoutBarrier),
+ConditionOp = define_op("ConditionOp", "scf.condition", Terminator(),
+                        (TerminatorTrait, LayoutBarrier),
                         condition=operand(0), forwarded=variadic_operands(1))

@@ -15,7 +15,7 @@ from compiler.ir.accessors import attr, operand, optional_operand
 from compiler.ir.parser import ENCODING_PARSERS, OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
 from compiler.ir.types import MemDescType, TensorType, shape_of
-from compiler.ir.traits import (AsyncCopy, LayoutBarrier, MemoryRead, MemoryWrite, Pure,
+from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
                                 SharedMemoryScratch)
 from compiler.ir.verifier_errors import VerificationError
 
@@ -372,14 +372,15 @@ def _verify_async_copy(op):
 
 AsyncCopyGlobalToLocalOp = define_op(
     "AsyncCopyGlobalToLocalOp", "ttg.async_copy_global_to_local", _AsyncCopySyntax(),
-    (MemoryRead, MemoryWrite, AsyncCopy), _verify_async_copy, ptr=operand(0), buffer=operand(1),
+    (MemoryRead, MemoryWrite), _verify_async_copy, ptr=operand(0), buffer=operand(1),
     mask=optional_operand(2), other=optional_operand(3),
     doc="`ttg.async_copy_global_to_local`: start copying global memory into a shared buffer "
         "(cp.async); masked-off elements are zero-filled. Visible after `ttg.async_wait`.")
 AsyncCommitGroupOp = define_op(
-    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), (MemoryWrite, AsyncCopy),
+    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), (MemoryWrite,),
     doc="`ttg.async_commit_group`: close the group of asynchronous copies issued so far.")
 AsyncWaitOp = define_op(
-    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), (MemoryRead, MemoryWrite, AsyncCopy),
-    num=attr("num"), doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
+    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), (MemoryRead, MemoryWrite),
+    num=attr("num"),
+    doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
         "then make the copied data visible to the whole CTA.")

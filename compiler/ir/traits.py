@@ -126,10 +126,6 @@ class HasCombineRegion(Trait):
     """Carries a combine region that the op applies to pairs of elements (reduce, scan)."""
 
 
-class AsyncCopy(Trait):
-    """Part of the asynchronous copy protocol (cp.async issue, commit, wait)."""
-
-
 def trait_closure(traits) -> frozenset:
     """Every trait class `traits` declares, with the traits each one refines."""
     closure = set()

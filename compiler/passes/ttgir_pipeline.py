@@ -60,7 +60,8 @@ def _staged_loads(loop: ForOp, axis) -> list:
         if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
             continue
         users = op.results[0].users()
-        if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or users[0].parent is not loop.body:
+        if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or \
+                users[0].parent is not loop.body:
             continue
         alloc = users[0]
         if not isinstance(alloc.results[0].type.encoding, SwizzledSharedEncoding):

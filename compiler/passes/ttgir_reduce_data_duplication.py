@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from compiler.analysis.layout_propagation import order_of
-from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding, LocalAllocOp,
-                                   LocalLoadOp,
+from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding,
+                                   LocalAllocOp, LocalLoadOp,
                                    NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
 from compiler.ir.core import Module
 from compiler.ir.types import MemDescType

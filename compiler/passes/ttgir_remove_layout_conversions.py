@@ -4,11 +4,14 @@ from __future__ import annotations
 from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
-from compiler.dialects.scf import ForOp, IfOp, WhileOp
-from compiler.dialects.tt import BroadcastOp, ExpandDimsOp, LoadOp, ReduceOp, ScanOp, StoreOp, TransOp
-from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, NvidiaMmaEncoding, SliceEncoding
+from compiler.dialects.scf import ForOp, IfOp
+from compiler.dialects.tt import (BroadcastOp, ExpandDimsOp, LoadOp, ReduceOp, ScanOp, StoreOp,
+                                  TransOp)
+from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, NvidiaMmaEncoding,
+                                   SliceEncoding)
 from compiler.ir.core import Module, Operation, Value
-from compiler.ir.traits import HasCombineRegion, LayoutAnchor, LayoutBarrier, LayoutExchange, LayoutLeaf
+from compiler.ir.traits import (HasCombineRegion, LayoutAnchor, LayoutBarrier, LayoutExchange,
+                                LayoutLeaf, LoopLike)
 from compiler.ir.types import TensorType
 
 from .cse import CSE
@@ -405,7 +408,7 @@ class RemoveLayoutConversions(Pass):
         for conv in [op for op in func.walk() if isinstance(op, ConvertLayoutOp)]:
             moved = False
             loop = conv.parent_op
-            while isinstance(loop, (ForOp, WhileOp)) and \
+            while loop is not None and loop.has_trait(LoopLike) and \
                     defined_outside(conv.operands[0], loop):
                 conv.move_before(loop)
                 moved = True
