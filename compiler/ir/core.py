@@ -194,14 +194,18 @@ class Operation:
 
     def has_trait(self, trait: type[Trait]) -> bool:
         """Whether this op's class declares `trait` (or a trait that refines it)."""
-        return self.class_has_trait(trait)
+        if trait in self._trait_set:
+            return True
+        _check_trait(trait)
+        return False
 
     @classmethod
     def class_has_trait(cls, trait: type[Trait]) -> bool:
         """Whether ops of this class have `trait` (asked of the class, before any op exists)."""
-        if not isinstance(trait, type):
-            raise TypeError(f"has_trait takes a trait class from compiler.ir.traits, got {trait!r}")
-        return trait in cls._trait_set
+        if trait in cls._trait_set:
+            return True
+        _check_trait(trait)
+        return False
 
     @classmethod
     def canonicalization_patterns(cls) -> tuple:
@@ -278,6 +282,12 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<{self.name} at {self.loc}>"
+
+
+def _check_trait(trait) -> None:
+    """Refuse a trait given as anything but a Trait class (a name string would always say no)."""
+    if not (isinstance(trait, type) and issubclass(trait, Trait)):
+        raise TypeError(f"has_trait takes a trait class from compiler.ir.traits, got {trait!r}")
 
 
 class Block:

@@ -156,7 +156,7 @@ class SplatConstant(RewritePattern):
     roots = (SplatOp,)
 
     def rewrite(self, op, rewriter):
-        value = constant_value(op.operands[0])
+        value = constant_value(op.src)
         return value is not None and replace_with_constant(op, value, rewriter)
 
 
@@ -224,10 +224,10 @@ class SelectConstantCondition(RewritePattern):
     roots = (SelectOp,)
 
     def rewrite(self, op, rewriter):
-        cond = constant_value(op.operands[0])
+        cond = constant_value(op.condition)
         if cond is None:
             return False
-        rewriter.replace(op, [op.operands[1] if cond else op.operands[2]])
+        rewriter.replace(op, [op.true_value if cond else op.false_value])
         return True
 
 
@@ -251,11 +251,10 @@ class DeadIfArm(RewritePattern):
     roots = (IfOp,)
 
     def rewrite(self, op, rewriter):
-        cond = constant_value(op.operands[0])
+        cond = constant_value(op.condition)
         if cond is None:
             return False
-        region = op.regions[0] if cond else op.regions[1]
-        results = inline_block_before(region.blocks[0], op, rewriter)
+        results = inline_block_before(op.then_block if cond else op.else_block, op, rewriter)
         rewriter.replace(op, results)
         return True
 
@@ -267,10 +266,10 @@ class ZeroTripLoop(RewritePattern):
     roots = (ForOp,)
 
     def rewrite(self, op, rewriter):
-        lb, ub = (constant_value(v) for v in op.operands[:2])
+        lb, ub = constant_value(op.lower_bound), constant_value(op.upper_bound)
         if lb is None or ub is None or lb < ub:
             return False
-        rewriter.replace(op, list(op.operands[3:]))
+        rewriter.replace(op, list(op.init_args))
         return True
 
 

@@ -22,11 +22,13 @@ class RewritePattern:
         raise NotImplementedError
 
     def matches(self, op_class: type[Operation]) -> bool:
-        """Whether this pattern is tried on ops of `op_class`."""
+        """Whether this pattern is tried on ops of `op_class` (a subclass of a root class, or
+        a class with a root trait)."""
         if not self.roots:
             return True
-        return any(op_class.class_has_trait(root) if issubclass(root, Trait)
-                   else issubclass(op_class, root) for root in self.roots)
+        classes = tuple(r for r in self.roots if not issubclass(r, Trait))
+        traits = [r for r in self.roots if issubclass(r, Trait)]
+        return issubclass(op_class, classes) or any(op_class.class_has_trait(t) for t in traits)
 
 
 class Rewriter:
@@ -105,14 +107,14 @@ def apply_patterns(module: Module, patterns: list[RewritePattern], ctx: PassCont
     """Apply `patterns` until none fires; returns whether anything changed. With `erase_dead`
     unused side-effect-free ops are erased as they are met (reported as `erase-dead-op`)."""
     by_class: dict[type, list[RewritePattern]] = {}
+    rooted = [p for p in patterns if p.roots]
+    generic = [p for p in patterns if not p.roots]
 
     def patterns_for(op_class: type) -> list[RewritePattern]:
         # rooted patterns first, then the generic ones, each group in the order given
         found = by_class.get(op_class)
         if found is None:
-            found = by_class[op_class] = (
-                [p for p in patterns if p.roots and p.matches(op_class)]
-                + [p for p in patterns if not p.roots])
+            found = by_class[op_class] = [p for p in rooted if p.matches(op_class)] + generic
         return found
     worklist = Worklist()
     # Pre-order pushed, so popping (LIFO) visits the last, innermost ops first.
