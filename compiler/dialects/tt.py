@@ -2,6 +2,7 @@
 reductions, scans, dot, atomics, printing)."""
 from __future__ import annotations
 
+from compiler.ir.accessors import attr, block, operand, optional_operand, variadic_operands
 from compiler.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr, symbol_text
 from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.parser import OpParts
@@ -9,6 +10,11 @@ from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTyp
                                 Syntax, Terminator)
 from compiler.ir.types import (FunctionType, IntegerType, TensorType, like,
                                shape_of)
+from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineRegion, LayoutAnchor,
+                                LayoutBarrier, LayoutExchange, LayoutLeaf, MemoryRead,
+                                MemoryWrite, Pure, ReturnLike, SameOperandsAndResultLayout,
+                                SharedMemoryScratch)
+from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
 from .common import define_op, expect_operands, verify_same_shape, verify_same_type
@@ -74,7 +80,7 @@ class FuncOp(Operation):
 
     name = "tt.func"
     syntax = _FuncSyntax()
-    traits = frozenset({"isolated_from_above", "symbol"})
+    traits = (FunctionLike,)
 
     @property
     def sym_name(self) -> str:
@@ -107,7 +113,8 @@ def _verify_return(op):
                                     f"declares ({', '.join(map(str, expected))})")
 
 
-ReturnOp = define_op("ReturnOp", "tt.return", Terminator(), ("terminator",), _verify_return)
+ReturnOp = define_op("ReturnOp", "tt.return", Terminator(), (ReturnLike, LayoutBarrier),
+                     _verify_return)
 
 
 class _CallSyntax(Syntax):
@@ -132,7 +139,8 @@ class _CallSyntax(Syntax):
         return OpParts(operands, list(fn.results), attrs)
 
 
-CallOp = define_op("CallOp", "tt.call", _CallSyntax(), ("call",))
+CallOp = define_op("CallOp", "tt.call", _CallSyntax(), (CallLike, LayoutBarrier),
+                   callee=attr("callee"), args=variadic_operands(0))
 
 
 # ---- program ids and ranges -------------------------------------------------------------------
@@ -145,9 +153,11 @@ def _verify_axis_scalar(op):
 
 
 GetProgramIdOp = define_op("GetProgramIdOp", "tt.get_program_id",
-                           EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+                           EnumThenType("axis", ("x", "y", "z")), (Pure,), _verify_axis_scalar,
+                           axis=attr("axis"))
 GetNumProgramsOp = define_op("GetNumProgramsOp", "tt.get_num_programs",
-                             EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+                             EnumThenType("axis", ("x", "y", "z")), (Pure,), _verify_axis_scalar,
+                             axis=attr("axis"))
 
 
 def _verify_make_range(op):
@@ -162,8 +172,9 @@ def _verify_make_range(op):
         raise VerificationError(op, f"range length {n} must be a power of two")
 
 
-MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(), ("pure",),
-                        _verify_make_range)
+MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(),
+                        (Pure, SameOperandsAndResultLayout, LayoutLeaf), _verify_make_range,
+                        start=attr("start"), end=attr("end"))
 
 
 # ---- shape manipulation -----------------------------------------------------------------------
@@ -209,12 +220,18 @@ def _verify_trans(op):
         raise VerificationError(op, f"trans with order {list(order)} of {src} gives the wrong shape")
 
 
-SplatOp = define_op("SplatOp", "tt.splat", Convert("->"), ("pure",), _verify_splat)
-BroadcastOp = define_op("BroadcastOp", "tt.broadcast", Convert("->"), ("pure",), _verify_broadcast)
-ExpandDimsOp = define_op("ExpandDimsOp", "tt.expand_dims", Convert("->"), ("pure",),
-                         _verify_expand_dims)
-ReshapeOp = define_op("ReshapeOp", "tt.reshape", Convert("->"), ("pure",), _verify_reshape)
-TransOp = define_op("TransOp", "tt.trans", Convert("->"), ("pure",), _verify_trans)
+SplatOp = define_op("SplatOp", "tt.splat", Convert("->"),
+                    (Pure, SameOperandsAndResultLayout, LayoutLeaf), _verify_splat, src=operand(0))
+BroadcastOp = define_op("BroadcastOp", "tt.broadcast", Convert("->"),
+                        (Pure, SameOperandsAndResultLayout), _verify_broadcast, src=operand(0))
+ExpandDimsOp = define_op("ExpandDimsOp", "tt.expand_dims", Convert("->"), (Pure,),
+                         _verify_expand_dims, src=operand(0), axis=attr("axis"))
+ReshapeOp = define_op("ReshapeOp", "tt.reshape", Convert("->"),
+                      (Pure, LayoutAnchor, LayoutExchange, SharedMemoryScratch), _verify_reshape,
+                      src=operand(0))
+TransOp = define_op("TransOp", "tt.trans", Convert("->"),
+                    (Pure, LayoutAnchor, LayoutExchange, SharedMemoryScratch), _verify_trans,
+                    src=operand(0), order=attr("order", field="values"))
 
 
 def _verify_bitcast(op):
@@ -222,18 +239,18 @@ def _verify_bitcast(op):
         raise VerificationError(op, "bitcast keeps the shape")
 
 
-BitcastOp = define_op("BitcastOp", "tt.bitcast", Convert("->"), ("pure", "elementwise"),
-                      _verify_bitcast)
-IntToPtrOp = define_op("IntToPtrOp", "tt.int_to_ptr", Convert("->"), ("pure", "elementwise"),
-                       _verify_bitcast)
-PtrToIntOp = define_op("PtrToIntOp", "tt.ptr_to_int", Convert("->"), ("pure", "elementwise"),
-                       _verify_bitcast)
-PreciseSqrtOp = define_op("PreciseSqrtOp", "tt.precise_sqrt", SameType(), ("pure", "elementwise"),
-                          verify_same_type)
+BitcastOp = define_op("BitcastOp", "tt.bitcast", Convert("->"), (Pure, Elementwise),
+                      _verify_bitcast, src=operand(0))
+IntToPtrOp = define_op("IntToPtrOp", "tt.int_to_ptr", Convert("->"), (Pure, Elementwise),
+                       _verify_bitcast, src=operand(0))
+PtrToIntOp = define_op("PtrToIntOp", "tt.ptr_to_int", Convert("->"), (Pure, Elementwise),
+                       _verify_bitcast, src=operand(0))
+PreciseSqrtOp = define_op("PreciseSqrtOp", "tt.precise_sqrt", SameType(), (Pure, Elementwise),
+                          verify_same_type, src=operand(0))
 PreciseDivFOp = define_op("PreciseDivFOp", "tt.precise_divf", SameType(),
-                          ("pure", "elementwise"), verify_same_type)
-MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), ("pure", "elementwise"),
-                      verify_same_type)
+                          (Pure, Elementwise), verify_same_type, lhs=operand(0), rhs=operand(1))
+MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), (Pure, Elementwise),
+                      verify_same_type, lhs=operand(0), rhs=operand(1))
 
 
 # ---- pointers and memory ----------------------------------------------------------------------
@@ -249,7 +266,7 @@ def _verify_addptr(op):
 
 
 AddPtrOp = define_op("AddPtrOp", "tt.addptr", OperandTypes(lambda ts, a: ts[0]),
-                     ("pure", "elementwise"), _verify_addptr)
+                     (Pure, Elementwise), _verify_addptr, ptr=operand(0), offset=operand(1))
 
 
 def _load_result(types, attrs):
@@ -274,7 +291,9 @@ def _verify_load(op):
 
 
 LoadOp = define_op("LoadOp", "tt.load", OperandTypes(_load_result, num_types=1),
-                   ("memory_read",), _verify_load)
+                   (MemoryRead, SameOperandsAndResultLayout, LayoutAnchor, LayoutBarrier),
+                   _verify_load, ptr=operand(0), mask=optional_operand(1),
+                   other=optional_operand(2))
 
 
 def _verify_store(op):
@@ -290,7 +309,8 @@ def _verify_store(op):
 
 
 StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_types=1),
-                    ("memory_write",), _verify_store)
+                    (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier), _verify_store,
+                    ptr=operand(0), value=operand(1), mask=optional_operand(2))
 
 ATOMIC_RMW_KINDS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
 
@@ -304,8 +324,11 @@ def _verify_atomic_rmw(op):
         raise VerificationError(op, "value and result must match the pointee type")
 
 
-AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None, ("memory_read", "memory_write"),
-                        _verify_atomic_rmw)
+AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None,
+                        (MemoryRead, MemoryWrite, SameOperandsAndResultLayout, LayoutAnchor,
+                         LayoutBarrier, SharedMemoryScratch), _verify_atomic_rmw,
+                        ptr=operand(0), val=operand(1), mask=optional_operand(2),
+                        kind=attr("atomic_rmw_op"))
 
 
 def _verify_atomic_cas(op):
@@ -314,8 +337,10 @@ def _verify_atomic_cas(op):
         raise VerificationError(op, "compare and value must match the pointee type")
 
 
-AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None, ("memory_read", "memory_write"),
-                        _verify_atomic_cas)
+AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None,
+                        (MemoryRead, MemoryWrite, SameOperandsAndResultLayout, LayoutAnchor,
+                         LayoutBarrier, SharedMemoryScratch), _verify_atomic_cas,
+                        ptr=operand(0), cmp=operand(1), val=operand(2))
 
 
 # ---- reductions, scans, dot -------------------------------------------------------------------
@@ -340,8 +365,10 @@ def _verify_reduce(op):
         raise VerificationError(op, f"combine region must end in {op.name}.return of {n} values")
 
 
-ReduceOp = define_op("ReduceOp", "tt.reduce", None, ("pure",), _verify_reduce)
-ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), ("terminator",))
+ReduceOp = define_op("ReduceOp", "tt.reduce", None, (Pure, HasCombineRegion, SharedMemoryScratch),
+                     _verify_reduce, axis=attr("axis"), srcs=variadic_operands(0),
+                     combine=block(0))
+ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), (TerminatorTrait,))
 
 
 def _verify_scan(op):
@@ -353,8 +380,11 @@ def _verify_scan(op):
             raise VerificationError(op, f"axis {axis} out of range for {v.type}")
 
 
-ScanOp = define_op("ScanOp", "tt.scan", None, ("pure",), _verify_scan)
-ScanReturnOp = define_op("ScanReturnOp", "tt.scan.return", Terminator(), ("terminator",))
+ScanOp = define_op("ScanOp", "tt.scan", None,
+                   (Pure, HasCombineRegion, SameOperandsAndResultLayout, SharedMemoryScratch),
+                   _verify_scan, axis=attr("axis"), reverse=attr("reverse", default=False),
+                   srcs=variadic_operands(0), combine=block(0))
+ScanReturnOp = define_op("ScanReturnOp", "tt.scan.return", Terminator(), (TerminatorTrait,))
 
 
 class _DotSyntax(Syntax):
@@ -397,10 +427,15 @@ def _verify_dot(op):
                                     f"of the result type, got {c}")
 
 
-DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), ("pure",), _verify_dot)
+DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), (Pure, LayoutAnchor, LayoutBarrier), _verify_dot,
+                  a=operand(0), b=operand(1), c=operand(2),
+                  input_precision=attr("inputPrecision", default=None))
 
 # ---- debugging ---------------------------------------------------------------------------------
-PrintOp = define_op("PrintOp", "tt.print", None, ("memory_write",))
-AssertOp = define_op("AssertOp", "tt.assert", None, ("memory_write",))
+PrintOp = define_op("PrintOp", "tt.print", None,
+                    (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier))
+AssertOp = define_op("AssertOp", "tt.assert", None,
+                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
+                     condition=operand(0))
 
 __all__ = [n for n in dir() if n.endswith("Op")]

@@ -4,8 +4,9 @@ variables of a function that returns early); no pass of ours makes one, but file
 from __future__ import annotations
 
 from compiler.ir.syntax import AttrsThenType
+from compiler.ir.traits import Pure
 
 from .common import define_op
 
-PoisonOp = define_op("PoisonOp", "ub.poison", AttrsThenType(), ("pure",),
+PoisonOp = define_op("PoisonOp", "ub.poison", AttrsThenType(), (Pure,),
                      doc="`ub.poison`: a value with no defined contents.")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .core import Block, Module, Operation
+from .traits import IsolatedFromAbove, Terminator
 from .verifier_errors import VerificationError
 
 TERMINATED_REGION_OPS = {"tt.func", "scf.for", "scf.if", "scf.while", "tt.reduce", "tt.scan"}
@@ -24,7 +25,7 @@ def _verify_op_tree(op: Operation, visible: set) -> None:
     if op.name == "builtin.unregistered" or type(op) is Operation:
         raise VerificationError(op, f"unregistered operation '{op.name}'")
     op.verify_op()
-    isolated = op.has_trait("isolated_from_above")
+    isolated = op.has_trait(IsolatedFromAbove)
     for region in op.regions:
         for block in region.blocks:
             _verify_block(op, block, set() if isolated else set(visible))
@@ -37,14 +38,14 @@ def _verify_block(owner: Operation, block: Block, visible: set) -> None:
         if op.parent is not block:
             raise VerificationError(op, "op's parent link is broken")
         is_last = i == len(block.ops) - 1
-        if op.has_trait("terminator") and not is_last:
+        if op.has_trait(Terminator) and not is_last:
             raise VerificationError(op, "terminator must be the last op of its block")
         _verify_op_tree(op, visible)
         for r in op.results:
             visible.add(id(r))
     if owner.name in TERMINATED_REGION_OPS:
         term = block.terminator
-        if term is None or not term.has_trait("terminator"):
+        if term is None or not term.has_trait(Terminator):
             raise VerificationError(owner, "a region's block must end in a terminator")
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
+from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
@@ -71,7 +72,7 @@ class AccelerateMatmul(Pass):
         attr = module.attributes.get("ttg.num-warps")
         num_warps = attr.value if attr is not None else 4
         changed = False
-        for op in [o for o in module.walk() if o.name == "tt.dot"]:
+        for op in [o for o in module.walk() if isinstance(o, DotOp)]:
             mma = mma_encoding_for(op, num_warps)
             if mma is None:
                 continue

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from compiler.analysis.layout_propagation import order_of
-from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LocalAllocOp, LocalLoadOp,
+from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding,
+                                   LocalAllocOp, LocalLoadOp,
                                    NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
 from compiler.ir.core import Module
 from compiler.ir.types import MemDescType
@@ -40,7 +41,7 @@ class ReduceDataDuplication(Pass):
     stage = "ttgir"
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        for op in [o for o in module.walk() if o.name == "ttg.convert_layout"]:
+        for op in [o for o in module.walk() if isinstance(o, ConvertLayoutOp)]:
             src, dst = op.operands[0].type, op.results[0].type
             if not isinstance(dst.encoding, DotOperandEncoding):
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir.core import Block, Module, Operation
+from compiler.ir.traits import Terminator
 from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType
 
 from .interp import control, elementwise, tensor_ops  # noqa: F401  (register semantics)
@@ -63,7 +64,7 @@ class Interpreter:
         """(semantics function, a coercer per result or None) for `op`, cached."""
         plan = self._plans.get(op)
         if plan is None:
-            fn = SEMANTICS.get(op.name)
+            fn = SEMANTICS.get(type(op))
             if fn is None:
                 raise InterpreterError(f"the interpreter has no semantics for {op.name}", op,
                                        self.pid)
@@ -79,7 +80,7 @@ class Interpreter:
         for arg, value in zip(block.args, args):
             env[arg] = value
         for op in block.ops:
-            if not op.regions and "terminator" in op.traits:
+            if not op.regions and op.has_trait(Terminator):
                 return [env[v] for v in op.operands]
             try:
                 fn, types = self._plan(op)
