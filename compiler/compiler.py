@@ -188,10 +188,12 @@ class CompiledKernel:
 def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) -> Module:
     from compiler.passes.instrumentation import TraceInstrumentation
     from compiler.passes.manager import DEFAULT_PIPELINES, PassManager
+    from compiler.passes.requirements import check_pipeline, properties_of
     pipeline = state.options.pipelines.get(stage, DEFAULT_PIPELINES.get(stage, ""))
     inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
                                 verify_each=state.options.verify_each)
     manager = PassManager(stage, pipeline, [inst])
+    check_pipeline(manager.passes, stage, given=properties_of(module))   # before any pass runs
     for pass_ in manager.passes:     # the launch's values, where the pipeline gave none
         pass_.set_default_option("num-warps", state.options.num_warps)
         pass_.set_default_option("target", f"cuda:{state.options.arch}")
@@ -308,6 +310,9 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
             run = True
         if not run:
             continue
+        if name == "llir":           # the lowering needs layouts, a warp count, no calls
+            from compiler.passes.requirements import check_stage_input
+            check_stage_input(state.ttgir, name)
         start = time.perf_counter()
         stage(state)
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3

@@ -6,6 +6,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.location import CallSiteLoc
 
 from .base import Pass, PassContext, register_pass
+from .requirements import INLINED
 from .dce import remove_unused_private_functions
 
 
@@ -58,6 +59,7 @@ class Inline(Pass):
 
     name = "inline"
     stage = "ttir"
+    establishes = (INLINED,)
 
     def run(self, module: Module, ctx: PassContext):
         while True:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from compiler.ir.core import Module, Operation
 
 from .base import Pass, PassContext, register_pass
+from .requirements import TTGIR
 
 SINKABLE = ("ttg.convert_layout", "ttg.local_load")
 
@@ -40,6 +41,7 @@ class ReorderInstructions(Pass):
 
     name = "reorder-instructions"
     stage = "ttgir"
+    requires = TTGIR
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in list(module.walk()):
