@@ -77,3 +77,20 @@ def test_none_for_a_pointer_is_a_clear_located_error():
         arange_kernel[(1,)](None, N=8, interpret=True)
     assert "internal compiler error" not in str(info.value)
     assert info.value.source_line.strip() == "tl.store(x_ptr + offs, offs)"
+
+
+@triton.jit
+def optional_bias_kernel(x_ptr, b_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    value = offs
+    if b_ptr is not None:
+        value = value + tl.load(b_ptr + offs)
+    tl.store(x_ptr + offs, value)
+
+
+def test_a_none_pointer_guarded_by_is_not_none_compiles_as_in_triton():
+    x = np.zeros(8, np.int32)
+    optional_bias_kernel[(1,)](x, None, N=8, interpret=True)
+    assert list(x) == list(range(8))
+    optional_bias_kernel[(1,)](x, np.ones(8, np.int32), N=8, interpret=True)
+    assert list(x) == list(range(1, 9))
