@@ -10,7 +10,7 @@ add convert-triton-to-tritongpu before it") instead of an internal error deep in
 Two checks use the declarations: `check_before_pass(pass_, module, ...)` (the pass manager,
 before each pass, against the real module) and `check_pipeline(passes, stage, ...)` (before
 compiling: editors, `--passes`, the compile driver), which simulates the declarations along the
-pipeline without running it. `check_stage_input(module, stage)` checks what a later stage (the
+pipeline without running it; `check_pipelines({"ttir": ..., "ttgir": ...})` chains both stages. `check_stage_input(module, stage)` checks what a later stage (the
 llir lowering) needs from the module the previous stage left.
 """
 from __future__ import annotations
@@ -197,6 +197,20 @@ def check_pipeline(passes, stage: str, given: Iterable[Property] | None = None,
             raise PassOrderError(stage, f"the {then} stage", None, missing,
                                  f"the {stage} pipeline does not provide that")
     return frozenset(held)
+
+
+def check_pipelines(pipelines, given: Iterable[Property] = ()) -> frozenset[Property]:
+    """Check the ttir and ttgir pipelines of one compile together (`pipelines`: stage ->
+    pipeline; a stage not named uses its default), from `given`, the properties of the ttir
+    input (pass `properties_of(module)` of the front end's module for a precise answer; the
+    default assumes none, so a pipeline without `inline` is refused as if the kernel had
+    calls), through to what the llir lowering needs. Returns the properties the lowering gets;
+    raises `PassOrderError` on the first problem. For pipeline editors and `--passes`."""
+    from .manager import DEFAULT_PIPELINES
+    held = frozenset(given)
+    for stage, then in (("ttir", None), ("ttgir", "llir")):
+        held = check_pipeline(pipelines.get(stage, DEFAULT_PIPELINES[stage]), stage, held, then)
+    return held
 
 
 def default_stage_input(stage: str) -> frozenset[Property]:

@@ -75,3 +75,17 @@ def test_default_and_valid_orders_still_compile():
         "ttgir": "convert-triton-to-tritongpu,remove-layout-conversions,coalesce"},
         stop_after="ptx")
     assert ".entry scale_kernel" in kernel.asm["ptx"]
+
+
+def test_check_pipelines_chains_the_stages_for_editors():
+    from compiler.passes.requirements import check_pipelines
+    assert {LAYOUTS, NUM_WARPS, INLINED} <= check_pipelines({})
+    with pytest.raises(PassOrderError, match="ttir pass #1 'coalesce'"):
+        check_pipelines({"ttir": "inline,coalesce"})
+    with pytest.raises(PassOrderError, match="the llir stage needs ttir \\(no tt.call left\\)"):
+        check_pipelines({"ttir": "cse"})
+    module = compile_kernel(source(64), stop_after="ttir")
+    front_end = parse_module(module.trace.stage_inputs["ttir"])
+    assert INLINED in check_pipelines({"ttir": "cse"}, given=properties_of(front_end))
+    with pytest.raises(PassOrderError, match="the llir stage needs ttgir"):
+        check_pipelines({"ttgir": "cse"}, given=properties_of(front_end))

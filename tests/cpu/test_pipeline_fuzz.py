@@ -27,3 +27,22 @@ CASES = st.builds(Case, st.sampled_from(KERNELS), pipelines("ttir"),
 def test_every_pipeline_order_compiles_right_or_says_why(case):
     outcome = run_case(case)
     assert outcome.ok, f"{case}: {outcome.kind}: {outcome.detail}"
+
+
+def test_the_property_catches_a_miscompiling_pass(monkeypatch):
+    """The comparison is not vacuous: a coalesce that swaps the operands of every subtraction
+    is reported as a mismatch on softmax (x - max)."""
+    from compiler.dialects.arith import BINARY_OPS
+    from compiler.passes.ttgir_coalesce import Coalesce
+    original = Coalesce.run
+
+    def miscompile(self, module, ctx):
+        original(self, module, ctx)
+        for op in module.walk():
+            if isinstance(op, BINARY_OPS["subf"]):
+                a, b = op.operands
+                op.set_operands([b, a])
+
+    monkeypatch.setattr(Coalesce, "run", miscompile)
+    outcome = run_case(Case("softmax", tuple(TTIR), tuple(TTGIR)))
+    assert outcome.kind == "mismatch", outcome
