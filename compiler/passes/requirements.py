@@ -115,6 +115,8 @@ class PassOrderError(PipelineError):
         fixes = []
         for provider, provider_stage in dict.fromkeys((p.provider, p.provider_stage)
                                                       for p in self.missing):
+            # A ttgir property's provider may run in either pipeline (the conversion in a ttir
+            # pipeline makes ttgir there); a ttir one belongs before the ttgir stage.
             if self.position is None:
                 fixes.append(f"add {provider} to the {provider_stage} pipeline")
             elif provider_stage == self.stage or provider_stage == "ttgir":
