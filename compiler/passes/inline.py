@@ -7,6 +7,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.location import CallSiteLoc
 
 from .base import Pass, PassContext, register_pass
+from .requirements import INLINED
 from .dce import remove_unused_private_functions
 
 
@@ -59,6 +60,7 @@ class Inline(Pass):
 
     name = "inline"
     stage = "ttir"
+    establishes = (INLINED,)
 
     def run(self, module: Module, ctx: PassContext):
         while True:

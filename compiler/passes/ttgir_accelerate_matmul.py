@@ -8,6 +8,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
 #: operand element types mma.sync m16n8k16 takes here, with an f32 accumulator
@@ -67,6 +68,8 @@ class AccelerateMatmul(Pass):
 
     name = "accelerate-matmul"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         attr = module.attributes.get("ttg.num-warps")

@@ -9,6 +9,7 @@ from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import relayout_op
 
 MEMORY_OPS = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp)   # the ops that access global memory
@@ -91,6 +92,8 @@ class Coalesce(Pass):
 
     name = "coalesce"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         num_warps = module.attributes["ttg.num-warps"].value

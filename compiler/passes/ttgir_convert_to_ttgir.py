@@ -12,6 +12,7 @@ from compiler.ir.types import TensorType
 from compiler.analysis.layout_propagation import default_blocked, encoding_of, permute_blocked
 
 from .base import Option, Pass, PassContext, register_pass
+from .requirements import LAYOUTS, NUM_WARPS, SHARED_ALLOCATED
 from .ttgir_rewrite import insert_convert, set_encoding
 
 
@@ -26,6 +27,8 @@ class ConvertTritonToTritonGPU(Pass):
 
     name = "convert-triton-to-tritongpu"
     stage = "ttgir"
+    establishes = (LAYOUTS, NUM_WARPS)
+    invalidates = (SHARED_ALLOCATED,)
     options_spec = (
         Option("num-warps", int, 4, "warps per CTA"),
         Option("threads-per-warp", int, 32, "lanes per warp"),

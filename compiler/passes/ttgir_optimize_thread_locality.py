@@ -7,6 +7,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import insert_convert, insert_convert_after, set_encoding
 
 
@@ -47,6 +48,8 @@ class OptimizeThreadLocality(Pass):
 
     name = "optimize-thread-locality"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in [o for o in module.walk() if isinstance(o, ReduceOp)]:

@@ -23,6 +23,7 @@ from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import MemDescType, TensorType, i1, i32
 
 from .base import Option, Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
 
 
@@ -274,6 +275,8 @@ class Pipeline(Pass):
 
     name = "pipeline"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
     options_spec = (Option("num-stages", int, 0,
                            "buffers per operand (0: the compile option num_stages)"),)
 

@@ -9,6 +9,7 @@ from compiler.ir.core import Module
 from compiler.ir.types import MemDescType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 
 
 def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding, shape: tuple = (),
@@ -39,6 +40,8 @@ class ReduceDataDuplication(Pass):
 
     name = "reduce-data-duplication"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in [o for o in module.walk() if isinstance(o, ConvertLayoutOp)]:

@@ -16,6 +16,7 @@ from compiler.ir.types import TensorType
 
 from .cse import CSE
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .dce import erase_dead_ops
 from .ir_utils import defined_outside
 from .ttgir_rewrite import (fold_converts, insert_convert, insert_convert_after, is_layout_leaf,
@@ -75,6 +76,8 @@ class RemoveLayoutConversions(Pass):
 
     name = "remove-layout-conversions"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         num_warps = module.attributes["ttg.num-warps"].value

@@ -6,6 +6,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.traits import MemoryWrite
 
 from .base import Pass, PassContext, register_pass
+from .requirements import TTGIR
 
 SINKABLE = (ConvertLayoutOp, LocalLoadOp)
 
@@ -42,6 +43,7 @@ class ReorderInstructions(Pass):
 
     name = "reorder-instructions"
     stage = "ttgir"
+    requires = TTGIR
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in list(module.walk()):

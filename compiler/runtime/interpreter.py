@@ -123,10 +123,8 @@ def find_kernel(module: Module, kernel_name: str | None) -> Operation:
 
 
 def _normalize_grid(grid) -> tuple:
-    dims = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-    if not 1 <= len(dims) <= 3 or any(int(d) < 0 for d in dims):
-        raise InterpreterError(f"the grid must be 1 to 3 non-negative sizes, got {grid!r}")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    from compiler.runtime.grid import grid_dims
+    return grid_dims(grid)
 
 
 def interpret(module: Module, grid, args: list, kernel_name: str | None = None,
