@@ -9,6 +9,9 @@
 Each launch is also appended to its kernel's `trace.launches` as a `compiler.trace.Launch`
 (grid, backend, time in ms: CUDA events on the GPU, wall time in the interpreter). With no
 recorder active, the jit pays one truthiness test of `ACTIVE` per launch and nothing else.
+
+`ACTIVE` also holds `LaunchObserver`s (the profiler's launch hook): they see each launch begin
+and end, without the recorder's synchronizing CUDA-event timing.
 """
 from __future__ import annotations
 
@@ -72,6 +75,15 @@ class Recorder:
     launches: list = field(default_factory=list)     # LaunchEvent
     last_arguments: dict = field(default_factory=dict)   # id(trace) -> LaunchArguments
 
+    def on_compile(self, kernel) -> None:
+        """Keep a CompiledKernel the jit made, and its trace."""
+        self.kernels.append(kernel)
+        self.add_trace(getattr(kernel, "trace", None))
+
+    def on_trace(self, trace) -> None:
+        """Keep a trace made without a full compile."""
+        self.add_trace(trace)
+
     def add_trace(self, trace) -> None:
         """Keep `trace` once (by identity)."""
         if trace is not None and not any(t is trace for t in self.traces):
@@ -84,6 +96,54 @@ class Recorder:
     def trace_named(self, name: str):
         """The first recorded trace of the kernel `name` (None if there is none)."""
         return next((t for t in self.traces if t.kernel_name == name), None)
+
+
+@dataclass
+class LaunchInfo:
+    """One launch as a `LaunchObserver` sees it: the jit cache entry, the grid as a tuple, the
+    arguments handed to `entry.launch`, where it runs, and (when the jit passed them) the
+    JITFunction and all bound arguments in parameter order."""
+
+    entry: object
+    grid: tuple
+    args: tuple
+    stream: object
+    backend: str                 # "gpu" or "interpreter"
+    jit: object = None
+    bound: tuple | None = None
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name ("?" when its entry has no trace)."""
+        trace = getattr(self.entry, "trace", None)
+        return trace.kernel_name if trace is not None else getattr(self.jit, "__name__", "?")
+
+    def named_arguments(self) -> dict:
+        """Every bound argument by parameter name (empty when the jit did not pass them)."""
+        if self.jit is None or self.bound is None:
+            return {}
+        return dict(zip(self.jit.arg_names, self.bound))
+
+
+class LaunchObserver:
+    """Something in `ACTIVE` that sees launches begin and end (the profiler's hook). It does
+    not ask for whole-pipeline compiles and ignores compiles unless it overrides them."""
+
+    full_compile = False
+
+    def on_compile(self, kernel) -> None:
+        """A CompiledKernel was made (ignored by default)."""
+
+    def on_trace(self, trace) -> None:
+        """A front-end-only trace was made (ignored by default)."""
+
+    def launch_begin(self, launch: LaunchInfo):
+        """Called right before the launch; returns a token handed to `launch_end`."""
+        raise NotImplementedError
+
+    def launch_end(self, launch: LaunchInfo, token) -> None:
+        """Called right after the launch was enqueued (no synchronization)."""
+        raise NotImplementedError
 
 
 @contextmanager
@@ -105,21 +165,40 @@ def wants_full_compile() -> bool:
 def on_compile(kernel) -> None:
     """Called by the jit for each CompiledKernel it makes."""
     for recorder in ACTIVE:
-        recorder.kernels.append(kernel)
-        recorder.add_trace(getattr(kernel, "trace", None))
+        recorder.on_compile(kernel)
 
 
 def on_trace(trace) -> None:
     """Called by the jit for a trace made without a full compile (front end only)."""
     for recorder in ACTIVE:
-        recorder.add_trace(trace)
+        recorder.on_trace(trace)
 
 
-def timed_launch(entry, grid, args, stream, backend: str, sources=None):
-    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder.
-    `sources`: the launch's arguments as the caller passed them (arrays, not addresses); each
-    recorder keeps them weakly as the trace's last launch arguments."""
+def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None, bound=None):
+    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder;
+    every active `LaunchObserver` sees it begin and end. `sources`: the launch's arguments as
+    the caller passed them (arrays, not addresses); each recorder keeps them weakly as the
+    trace's last launch arguments. `jit`, `bound`: the JITFunction and all bound arguments,
+    for observers that read them (the profiler's `launch_metadata` hook)."""
     grid = _grid_tuple(grid)
+    observers = [a for a in ACTIVE if isinstance(a, LaunchObserver)]
+    if not observers:
+        _record_launch(entry, grid, args, stream, backend, sources)
+        return
+    launch = LaunchInfo(entry, grid, tuple(args), stream, backend, jit, bound)
+    tokens = [observer.launch_begin(launch) for observer in observers]
+    try:
+        if len(observers) == len(ACTIVE):
+            entry.launch(grid, args, stream)
+        else:
+            _record_launch(entry, grid, args, stream, backend, sources)
+    finally:
+        for observer, token in zip(reversed(observers), reversed(tokens)):
+            observer.launch_end(launch, token)
+
+
+def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:
+    """Launch with timing and record the launch in every active Recorder."""
     if backend == "gpu":
         time_ms = _gpu_timed(entry, grid, args, stream)
     else:
@@ -134,6 +213,8 @@ def timed_launch(entry, grid, args, stream, backend: str, sources=None):
                         backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
     held = LaunchArguments(grid, args if sources is None else sources, stream)
     for recorder in ACTIVE:
+        if not isinstance(recorder, Recorder):
+            continue
         recorder.add_trace(entry.trace)
         recorder.launches.append(event)
         if entry.trace is not None:
