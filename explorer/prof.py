@@ -54,7 +54,8 @@ def show(path: str, args) -> int:
                         exclude=args.exclude))
     timing = metadata.get("timing", {})
     if timing:
-        note = f"timed with {timing.get('method')}" + (" clock (interpreter)" if timing.get("method") == "wall" else "")
+        method = timing.get("method")
+        note = f"timed with {method}" + (" clock (interpreter)" if method == "wall" else "")
         if timing.get("why"):
             note += f" (fallback: {timing['why']})"
         print(note)

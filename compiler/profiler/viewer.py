@@ -139,7 +139,7 @@ def metric_choices(root: ViewNode) -> list:
 
 def check_metric(metric: str, root: ViewNode) -> None:
     """Raise ValueError naming the choices when `metric` is neither derived nor in the file."""
-    if metric in ("pct", "rate") or metric.partition("/")[0] in ("time", "avg_time") and \
+    if metric in ("pct", "rate", "count") or metric.partition("/")[0] in ("time", "avg_time") and \
             metric.partition("/")[2] in TIME_UNITS or _RATE_RE.match(metric):
         return
     if _raw_name(metric, root) is None:
