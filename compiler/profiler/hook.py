@@ -46,17 +46,27 @@ def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
 class LaunchHook(LaunchObserver):
     """See the module doc."""
 
+    def __init__(self):
+        self._labels = {}             # jit cache entry -> (label, attributes)
+
+    def _label(self, launch: LaunchInfo) -> tuple:
+        """The entry's node name and attributes (made once per specialization)."""
+        known = self._labels.get(launch.entry)
+        if known is None:
+            label = specialization_label(launch)
+            attributes = (("kernel", launch.kernel_name), ("specialization", label)) \
+                if getattr(launch.entry, "spec", None) is not None else ()
+            known = self._labels[launch.entry] = (label, attributes)
+        return known
+
     def site_of(self, launch: LaunchInfo) -> Site:
         """Where this launch goes in every active session."""
         sessions = active_sessions()
-        leaf = specialization_label(launch)
+        leaf, attributes = self._label(launch)
         metrics = {}
         if any(s.hook == "triton" for s in sessions):
             name, metrics = hook_metrics(launch)
             leaf = name or leaf
-        spec = getattr(launch.entry, "spec", None)
-        attributes = (("kernel", launch.kernel_name),
-                      ("specialization", specialization_label(launch))) if spec else ()
         return Site(tuple((s, path_for(s)) for s in sessions), leaf,
                     tuple(metrics.items()), attributes)
 
