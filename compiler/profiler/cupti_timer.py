@@ -100,13 +100,18 @@ class CuptiTimer:
             self._cupti.activity_push_external_correlation_id(self._tag_kind, self._id_of(site))
             self._tagged = True
 
-    def begin(self, site, launch):
-        """Push the launch's own site for the duration of the launch call."""
-        self._cupti.activity_push_external_correlation_id(self._tag_kind, self._id_of(site))
+    def plan(self, site, kernel_name: str) -> tuple:
+        """(begin, end) around a launch: push the site's external id, pop it."""
+        push = self._cupti.activity_push_external_correlation_id
+        pop = self._cupti.activity_pop_external_correlation_id
+        kind, external_id = self._tag_kind, self._id_of(site)
 
-    def end(self, site, launch, token) -> None:
-        """Pop what `begin` pushed."""
-        self._cupti.activity_pop_external_correlation_id(self._tag_kind)
+        def begin(stream) -> None:
+            push(kind, external_id)
+
+        def end(started) -> None:
+            pop(kind)
+        return begin, end
 
     def flush(self) -> None:
         """Synchronize, flush CUPTI's buffers, deliver every attributed kernel (kernels run

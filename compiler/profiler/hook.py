@@ -1,6 +1,6 @@
 """The profiler's launch hook: where each launch of ours goes, and its timing around it.
 
-`LaunchHook` is the `recording.LaunchObserver` the profiler puts in `recording.ACTIVE` while a
+`LaunchHook` is the `recording.LaunchObserver` the profiler puts in `recording.OBSERVERS` while a
 session is active. For each launch it builds the `Site` (per active session the path of the
 launch in that session's context, the kernel's node named by its specialization, and with
 `hook="triton"` the kernel's `launch_metadata(grid, kernel, args)` result: `name` renames the
@@ -44,10 +44,16 @@ def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
 
 
 class LaunchHook(LaunchObserver):
-    """See the module doc."""
+    """See the module doc. A GPU launch runs a *plan* (`timer.plan(site, name)`: what to do
+    right before and after it), made once per specialization and state of the sessions and
+    scopes (`STATE.version`) unless the site depends on the launch itself (the python
+    context's call stack, the triton hook's `launch_metadata`)."""
 
     def __init__(self):
         self._labels = {}             # jit cache entry -> (label, attributes)
+        self._plans = {}              # jit cache entry -> (begin, end), for `_plans_version`
+        self._plans_version = -1
+        self._state = None            # (version, sessions, any python context, any hook)
 
     def _label(self, launch: LaunchInfo) -> tuple:
         """The entry's node name and attributes (made once per specialization)."""
@@ -59,28 +65,56 @@ class LaunchHook(LaunchObserver):
             known = self._labels[launch.entry] = (label, attributes)
         return known
 
-    def site_of(self, launch: LaunchInfo) -> Site:
-        """Where this launch goes in every active session."""
-        sessions = active_sessions()
+    def _sessions(self) -> tuple:
+        state = self._state
+        if state is None or state[0] != STATE.version:
+            sessions = active_sessions()
+            state = self._state = (STATE.version, sessions,
+                                   any(s.context == "python" for s in sessions),
+                                   any(s.hook == "triton" for s in sessions))
+        return state
+
+    def site_of(self, launch: LaunchInfo) -> tuple[Site, bool]:
+        """Where this launch goes in every active session, and whether the same site holds
+        for every launch of its specialization until the sessions or scopes change."""
+        _, sessions, python, hooked = self._sessions()
+        hooked = hooked and getattr(launch.jit, "launch_metadata", None) is not None
         leaf, attributes = self._label(launch)
         metrics = {}
-        if any(s.hook == "triton" for s in sessions):
+        if hooked:
             name, metrics = hook_metrics(launch)
             leaf = name or leaf
-        return Site(tuple((s, path_for(s)) for s in sessions), leaf,
-                    tuple(metrics.items()), attributes)
+        site = Site(tuple((s, path_for(s)) for s in sessions), leaf, tuple(metrics.items()),
+                    attributes)
+        return site, not (python or hooked)
 
-    def launch_begin(self, launch: LaunchInfo):
-        """The site, and the start (host clock for the interpreter, the timer's token)."""
-        site = self.site_of(launch)
-        if launch.backend == "interpreter" or STATE.timer is None:
-            return site, now_ns()
-        return site, STATE.timer.begin(site, launch)
+    def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
+        """Start the launch's plan (GPU) or its wall clock (interpreter, or no GPU timer)."""
+        timer = STATE.timer
+        if backend == "gpu" and timer is not None:
+            plan = self._plans.get(entry) if self._plans_version == STATE.version else None
+            if plan is None:
+                plan = self._plan(LaunchInfo(entry, grid, args, stream, backend, jit, bound),
+                                  timer)
+            return plan[1], plan[0](stream)
+        launch = LaunchInfo(entry, grid, args, stream, backend, jit, bound)
+        return self._wall_end, (self.site_of(launch)[0], launch.kernel_name, now_ns())
 
-    def launch_end(self, launch: LaunchInfo, token) -> None:
-        """Deliver an interpreter launch's wall time now; a GPU launch's comes at flush."""
-        site, start = token
-        if launch.backend == "interpreter" or STATE.timer is None:
-            site.deliver(launch.kernel_name, WALL_TIME, start, now_ns(), "interpreter")
-        else:
-            STATE.timer.end(site, launch, start)
+    def launch_end(self, token) -> None:
+        """Finish what `launch_begin` started (a GPU launch's time comes at flush)."""
+        end, started = token
+        end(started)
+
+    @staticmethod
+    def _wall_end(started) -> None:
+        site, name, start = started
+        site.deliver(name, WALL_TIME, start, now_ns(), "interpreter")
+
+    def _plan(self, launch: LaunchInfo, timer) -> tuple:
+        site, cacheable = self.site_of(launch)
+        plan = timer.plan(site, launch.kernel_name)
+        if cacheable:
+            if self._plans_version != STATE.version:
+                self._plans, self._plans_version = {}, STATE.version
+            self._plans[launch.entry] = plan
+        return plan

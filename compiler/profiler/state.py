@@ -1,8 +1,9 @@
 """The profiler's process state: sessions, which are active, the scope stack, the launch hook.
 
 A `Session` holds a `Profile` plus its options (context, hook, output name). While at least
-one session is active the profiler's `LaunchHook` sits in `compiler.runtime.recording.ACTIVE`,
-so every launch of ours goes past it; with none active the jit's fast path is untouched. The
+one session is active the profiler's `LaunchHook` sits in `compiler.runtime.recording.OBSERVERS`,
+so every launch of ours goes past it (the jit's fast path included); with none active a launch
+pays one more truthiness test. The
 scope stack is per thread (as Proton's). `Site`s say where a kernel belongs: which sessions
 were active when it was launched and at which path of their trees.
 """
@@ -37,10 +38,10 @@ class Session:
     active: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Site:
-    """Where a kernel goes: for each session active at its launch, its path in that session's
-    tree; `leaf` names the kernel's node (None: the name the GPU timer reports), `metrics`
+    """Where a kernel goes (compared by identity: the GPU timer interns sites): for each session
+    active at its launch, its path in that session's tree; `leaf` names the kernel's node (None: the name the GPU timer reports), `metrics`
     (the triton hook's) and `attributes` (our kernel's specialization) go with it."""
 
     placements: tuple                 # ((Session, path), ...)
@@ -66,6 +67,7 @@ class _State:
     timing: dict = field(default_factory=dict)        # how the timer times (metadata)
     hook: object = None                               # the LaunchHook while registered
     command_line: int | None = None                   # the `prof` command's session id
+    version: int = 0                                  # bumped when sessions or scopes change
 
 
 STATE = _State()
@@ -114,16 +116,17 @@ def now_ns() -> int:
 
 
 def sync_hook() -> None:
-    """Put the launch hook into `recording.ACTIVE` while some session is active, take it out
-    otherwise, and tell the GPU timer that the active set changed."""
+    """Put the launch hook into `recording.OBSERVERS` while some session is active, take it
+    out otherwise, and tell the GPU timer that the active set or the scope stack changed."""
     from compiler.runtime import recording
 
+    STATE.version += 1
     hook = STATE.hook
     if active_sessions():
-        if hook not in recording.ACTIVE:
-            recording.ACTIVE.append(hook)
-    elif hook in recording.ACTIVE:
-        recording.ACTIVE.remove(hook)
+        if hook not in recording.OBSERVERS:
+            recording.OBSERVERS.append(hook)
+    elif hook in recording.OBSERVERS:
+        recording.OBSERVERS.remove(hook)
     if STATE.timer is not None:
         STATE.timer.retag(current_site())
 

@@ -1,6 +1,7 @@
 """How GPU kernels are timed: CUPTI's activity API, or CUDA events as the fallback.
 
-A timer sees each launch of ours begin and end (`begin`/`end`, no synchronization), is told
+A timer makes for each site a plan, `(begin(stream) -> token, end(token))`, that the launch
+hook runs right before and after each launch of ours (no synchronization), is told
 when the scope stack or the set of active sessions changes (`retag`, so that other libraries'
 kernels land in the right scope), and turns what it collected into kernel counts and times
 in the sessions' trees at `flush` (which synchronizes the device once). `choose_timer`
@@ -36,26 +37,34 @@ class EventTimer:
         self._origin = Event().record()
         self._origin_host = now_ns()
         self._pending = []          # (site, kernel name, start event, end event)
+        self._free = []             # events whose times were read, to record again
 
     def retag(self, site) -> None:
         """Events time only our launches: nothing to do."""
 
-    def begin(self, site, launch):
-        """Record the start event on the launch's stream."""
-        return self._event().record(launch.stream)
+    def plan(self, site, kernel_name: str) -> tuple:
+        """(begin, end) around a launch: record an event before and after it on its stream
+        (events are reused after `flush`)."""
+        free, pending, make = self._free, self._pending, self._event
 
-    def end(self, site, launch, start) -> None:
-        """Record the end event; the pair is resolved at `flush`."""
-        end = self._event().record(launch.stream)
-        self._pending.append((site, launch.kernel_name, start, end))
+        def begin(stream):
+            return stream, (free.pop() if free else make()).record(stream)
+
+        def end(started) -> None:
+            stream, start = started
+            pending.append((site, kernel_name, start,
+                            (free.pop() if free else make()).record(stream)))
+        return begin, end
 
     def flush(self) -> None:
         """Wait for the recorded events and deliver their times."""
-        pending, self._pending = self._pending, []
+        pending = list(self._pending)
+        self._pending.clear()
         for site, name, start, end in pending:
             begin_ns = self._origin_host + int(self._origin.elapsed_ms(start) * 1e6)
             elapsed_ns = int(start.elapsed_ms(end) * 1e6)
             site.deliver(name, GPU_TIME, begin_ns, begin_ns + elapsed_ns, "gpu")
+            self._free += (start, end)
 
     def close(self) -> None:
         """Deliver what is pending."""

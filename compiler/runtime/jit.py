@@ -365,6 +365,9 @@ class JITFunction(KernelInterface):
             _recording.timed_launch(entry, grid, entry.runtime_args(bound), stream,
                                     "interpreter" if interpret else "gpu",
                                     sources=entry.select(bound), jit=self, bound=bound)
+        elif _recording.OBSERVERS:
+            _recording.observed_launch(entry, grid, entry.runtime_args(bound), stream,
+                                       "interpreter" if interpret else "gpu", self, bound)
         else:
             entry.launch(grid, entry.runtime_args(bound), stream)
         return entry.kernel

@@ -10,8 +10,9 @@ Each launch is also appended to its kernel's `trace.launches` as a `compiler.tra
 (grid, backend, time in ms: CUDA events on the GPU, wall time in the interpreter). With no
 recorder active, the jit pays one truthiness test of `ACTIVE` per launch and nothing else.
 
-`ACTIVE` also holds `LaunchObserver`s (the profiler's launch hook): they see each launch begin
-and end, without the recorder's synchronizing CUDA-event timing.
+`OBSERVERS` holds `LaunchObserver`s (the profiler's launch hook): they see each launch begin
+and end, without the recorder's synchronizing CUDA-event timing, and without taking the jit off
+its fast path (the fast launch hands a cache hit to `observed_launch` while one is there).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from compiler.trace import Launch
 
 #: The recorders now active (innermost last). The jit tests its truthiness on every launch.
 ACTIVE: list = []
+#: The launch observers now active (`LaunchObserver`); tested after a cache hit.
+OBSERVERS: list = []
 
 
 @dataclass
@@ -75,15 +78,6 @@ class Recorder:
     launches: list = field(default_factory=list)     # LaunchEvent
     last_arguments: dict = field(default_factory=dict)   # id(trace) -> LaunchArguments
 
-    def on_compile(self, kernel) -> None:
-        """Keep a CompiledKernel the jit made, and its trace."""
-        self.kernels.append(kernel)
-        self.add_trace(getattr(kernel, "trace", None))
-
-    def on_trace(self, trace) -> None:
-        """Keep a trace made without a full compile."""
-        self.add_trace(trace)
-
     def add_trace(self, trace) -> None:
         """Keep `trace` once (by identity)."""
         if trace is not None and not any(t is trace for t in self.traces):
@@ -98,19 +92,21 @@ class Recorder:
         return next((t for t in self.traces if t.kernel_name == name), None)
 
 
-@dataclass
 class LaunchInfo:
     """One launch as a `LaunchObserver` sees it: the jit cache entry, the grid as a tuple, the
-    arguments handed to `entry.launch`, where it runs, and (when the jit passed them) the
-    JITFunction and all bound arguments in parameter order."""
+    arguments handed to `entry.launch`, where it runs ("gpu" or "interpreter"), and (when the
+    jit passed them) the JITFunction and all bound arguments in parameter order."""
 
-    entry: object
-    grid: tuple
-    args: tuple
-    stream: object
-    backend: str                 # "gpu" or "interpreter"
-    jit: object = None
-    bound: tuple | None = None
+    __slots__ = ("entry", "grid", "args", "stream", "backend", "jit", "bound")
+
+    def __init__(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
+        self.entry = entry
+        self.grid = _grid_tuple(grid)
+        self.args = args
+        self.stream = stream
+        self.backend = backend
+        self.jit = jit
+        self.bound = bound
 
     @property
     def kernel_name(self) -> str:
@@ -126,22 +122,14 @@ class LaunchInfo:
 
 
 class LaunchObserver:
-    """Something in `ACTIVE` that sees launches begin and end (the profiler's hook). It does
-    not ask for whole-pipeline compiles and ignores compiles unless it overrides them."""
+    """Something in `OBSERVERS` that sees launches begin and end (the profiler's hook). It gets
+    the launch's parts as they are (`LaunchInfo(...)` bundles them when it needs to)."""
 
-    full_compile = False
-
-    def on_compile(self, kernel) -> None:
-        """A CompiledKernel was made (ignored by default)."""
-
-    def on_trace(self, trace) -> None:
-        """A front-end-only trace was made (ignored by default)."""
-
-    def launch_begin(self, launch: LaunchInfo):
+    def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         """Called right before the launch; returns a token handed to `launch_end`."""
         raise NotImplementedError
 
-    def launch_end(self, launch: LaunchInfo, token) -> None:
+    def launch_end(self, token) -> None:
         """Called right after the launch was enqueued (no synchronization)."""
         raise NotImplementedError
 
@@ -165,36 +153,55 @@ def wants_full_compile() -> bool:
 def on_compile(kernel) -> None:
     """Called by the jit for each CompiledKernel it makes."""
     for recorder in ACTIVE:
-        recorder.on_compile(kernel)
+        recorder.kernels.append(kernel)
+        recorder.add_trace(getattr(kernel, "trace", None))
 
 
 def on_trace(trace) -> None:
     """Called by the jit for a trace made without a full compile (front end only)."""
     for recorder in ACTIVE:
-        recorder.on_trace(trace)
+        recorder.add_trace(trace)
+
+
+def observed_launch(entry, grid, args, stream, backend: str, jit=None, bound=None):
+    """Launch `entry` (a jit cache entry) with every `OBSERVERS` entry seeing it begin and end;
+    returns the entry's kernel (what a launch returns). `jit`, `bound`: the JITFunction and all
+    bound arguments, for observers that read them (the profiler's `launch_metadata` hook)."""
+    if len(OBSERVERS) == 1:                  # the usual case, kept short
+        observer = OBSERVERS[0]
+        token = observer.launch_begin(entry, grid, args, stream, backend, jit, bound)
+        try:
+            entry.launch(grid, args, stream)
+        finally:
+            observer.launch_end(token)
+        return entry.kernel
+    _observed((entry, grid, args, stream, backend, jit, bound), entry.launch,
+              (grid, args, stream))
+    return entry.kernel
+
+
+def _observed(launch: tuple, go, go_args) -> None:
+    """`go(*go_args)` between every observer's `launch_begin(*launch)` and `launch_end`."""
+    observers = list(OBSERVERS)
+    tokens = [observer.launch_begin(*launch) for observer in observers]
+    try:
+        go(*go_args)
+    finally:
+        for observer, token in zip(reversed(observers), reversed(tokens)):
+            observer.launch_end(token)
 
 
 def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None, bound=None):
-    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder;
-    every active `LaunchObserver` sees it begin and end. `sources`: the launch's arguments as
-    the caller passed them (arrays, not addresses); each recorder keeps them weakly as the
-    trace's last launch arguments. `jit`, `bound`: the JITFunction and all bound arguments,
-    for observers that read them (the profiler's `launch_metadata` hook)."""
+    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder
+    (and past every observer, see `observed_launch`). `sources`: the launch's arguments as the
+    caller passed them (arrays, not addresses); each recorder keeps them weakly as the trace's
+    last launch arguments."""
     grid = _grid_tuple(grid)
-    observers = [a for a in ACTIVE if isinstance(a, LaunchObserver)]
-    if not observers:
-        _record_launch(entry, grid, args, stream, backend, sources)
-        return
-    launch = LaunchInfo(entry, grid, tuple(args), stream, backend, jit, bound)
-    tokens = [observer.launch_begin(launch) for observer in observers]
-    try:
-        if len(observers) == len(ACTIVE):
-            entry.launch(grid, args, stream)
-        else:
-            _record_launch(entry, grid, args, stream, backend, sources)
-    finally:
-        for observer, token in zip(reversed(observers), reversed(tokens)):
-            observer.launch_end(launch, token)
+    record_args = (entry, grid, args, stream, backend, sources)
+    if OBSERVERS:
+        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch, record_args)
+    else:
+        _record_launch(*record_args)
 
 
 def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:
@@ -213,8 +220,6 @@ def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:
                         backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
     held = LaunchArguments(grid, args if sources is None else sources, stream)
     for recorder in ACTIVE:
-        if not isinstance(recorder, Recorder):
-            continue
         recorder.add_trace(entry.trace)
         recorder.launches.append(event)
         if entry.trace is not None:
@@ -233,6 +238,8 @@ def _gpu_timed(entry, grid, args, stream) -> float:
 
 
 def _grid_tuple(grid) -> tuple:
+    if type(grid) is tuple and all(type(g) is int for g in grid):
+        return grid
     if isinstance(grid, int):
         return (grid,)
     return tuple(int(g) for g in grid)

@@ -120,14 +120,14 @@ def test_activate_deactivate_and_two_sessions(tmp_path):
     proton.deactivate(first)
     launch()
     proton.deactivate()
-    assert STATE.hook not in recording.ACTIVE             # nothing active: fast path untouched
+    assert STATE.hook not in recording.OBSERVERS             # nothing active: fast path untouched
     launch()
     proton.activate(first)
     launch()
     paths = proton.finalize()
     counts = [_tree(p)[0]["children"][0]["metrics"]["count"] for p in paths]
     assert counts == [2, 2]
-    assert STATE.hook not in recording.ACTIVE
+    assert STATE.hook not in recording.OBSERVERS
 
 
 def test_decorators_and_enter_exit_scope(tmp_path):
@@ -143,7 +143,7 @@ def test_decorators_and_enter_exit_scope(tmp_path):
         assert proton.exit_scope() == 0
 
     profiled()
-    assert STATE.hook not in recording.ACTIVE             # profile() deactivates
+    assert STATE.hook not in recording.OBSERVERS             # profile() deactivates
     work()                                                # not recorded
     [path] = proton.finalize()
     root = _tree(path)[0]
@@ -346,3 +346,26 @@ def test_prof_runs_pytest(tmp_path, capsys):
                         "no:cacheprovider", str(test_file)])
     assert status == 0
     assert "└─ step" in capsys.readouterr().out
+
+
+# ---- GPU launches on a stand-in GPU (the fast launch stays in use) ---------------------------
+
+from tests.cpu.test_jit_fast_launch import gpu, torch_like  # noqa: E402,F401 - the fixture
+
+
+def test_fast_launch_goes_past_the_hook_without_the_slow_path(gpu, tmp_path, monkeypatch):
+    kernel, compiled, calls = gpu
+    x, out = torch_like(1 << 20), torch_like(1 << 21)
+    kernel[(1,)](x, x, out, 64, BLOCK=32)                 # makes the fast launch
+    fast = kernel._fast_launch
+    slow = []
+    monkeypatch.setattr(kernel, "run", lambda *a, **k: slow.append(a))
+    session = proton.start(str(tmp_path / "fast"))
+    with proton.scope("loop"):
+        for _ in range(5):
+            kernel[(1,)](x, x, out, 64, BLOCK=32)
+    [path] = proton.finalize(session)
+    assert kernel._fast_launch is fast and not slow and len(calls.calls) == 6
+    [node] = _tree(path)[0]["children"][0]["children"]
+    assert node["frame"]["name"] == "add_kernel [*fp32, *fp32, *fp32, i32, BLOCK=32]"
+    assert node["metrics"]["count"] == 5
