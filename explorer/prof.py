@@ -1,7 +1,7 @@
 """`tile-explore prof`: print a profile's tree, or run a script or pytest under a profiler session.
 
     tile-explore prof PROFILE.hatchet [-m time/ms,count,pct,rate] [--depth N]
-                      [-i REGEX | -e REGEX] [--list]
+                      [-i REGEX | -e REGEX] [--list] [--roofline]
     tile-explore prof [-n NAME] [--context shadow|python] [--hook triton]
                       [--format hatchet|chrome_trace] -- script.py args...
     tile-explore prof [...] -- pytest args...
@@ -33,6 +33,8 @@ def prof_parser() -> argparse.ArgumentParser:
     parser.add_argument("-i", "--include", help="keep only paths through frames matching REGEX")
     parser.add_argument("-e", "--exclude", help="drop frames matching REGEX and their children")
     parser.add_argument("-l", "--list", action="store_true", help="list the metrics available")
+    parser.add_argument("--roofline", action="store_true",
+                        help="also draw each kernel against the device's peak GB/s and TFLOP/s")
     parser.add_argument("-n", "--name", help="profile name when running a script")
     parser.add_argument("--context", default="shadow", choices=("shadow", "python"))
     parser.add_argument("--hook", default=None, choices=("triton",))
@@ -52,6 +54,9 @@ def show(path: str, args) -> int:
         else viewer.DEFAULT_METRICS
     print(viewer.render(root, metrics, depth=args.depth, include=args.include,
                         exclude=args.exclude))
+    if args.roofline:
+        from compiler.profiler.roofline import draw
+        print(draw(root, metadata.get("device", {})))
     timing = metadata.get("timing", {})
     if timing:
         method = timing.get("method")

@@ -55,7 +55,8 @@ def _node(literal, where: str) -> ViewNode:
 
 
 def load(path: str | Path) -> tuple[ViewNode, dict]:
-    """The tree of a `.hatchet` file (inclusive metrics filled) and its root's metadata."""
+    """The tree of a `.hatchet` file (inclusive metrics filled) and its root's metadata (with
+    the file's device record under "device")."""
     try:
         value = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as err:
@@ -64,7 +65,10 @@ def load(path: str | Path) -> tuple[ViewNode, dict]:
         raise ProfileFormatError(f"{path}: expected a JSON list [tree, device info]")
     root = _node(value[0], str(path))
     root.total()
-    return root, value[0].get("metadata", {})
+    metadata = dict(value[0].get("metadata", {}))
+    if len(value) > 1 and isinstance(value[1], dict):
+        metadata["device"] = value[1]
+    return root, metadata
 
 
 def time_metric(root: ViewNode) -> str | None:

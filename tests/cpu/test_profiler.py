@@ -369,3 +369,27 @@ def test_fast_launch_goes_past_the_hook_without_the_slow_path(gpu, tmp_path, mon
     [node] = _tree(path)[0]["children"][0]["children"]
     assert node["frame"]["name"] == "add_kernel [*fp32, *fp32, *fp32, i32, BLOCK=32]"
     assert node["metrics"]["count"] == 5
+
+
+def test_roofline_against_the_device_peaks(tmp_path, capsys):
+    from compiler.profiler.data import GPU_TIME, Profile
+    from compiler.profiler.export import write_profile
+
+    profile = Profile("roof", "shadow")
+    profile.metadata.update(timing={"method": "cupti"}, device={"CUDA": {"0": {
+        "arch": "90", "name": "NVIDIA H200", "num_sms": 114, "clock_rate": 1755000,
+        "memory_clock_rate": 3000000, "bus_width": 4096}}})
+    profile.add_kernel(("step",), "matmul", {GPU_TIME: 10**6, "flops16": 5e11, "bytes": 1e8},
+                       0, 10**6, "gpu")
+    profile.add_kernel(("step",), "copy", {GPU_TIME: 10**5, "bytes": 2.4e8}, 0, 10**5, "gpu")
+    path = write_profile(profile, tmp_path / "roof", "hatchet")
+    assert prof.main([str(path), "--roofline"]) == 0
+    printed = capsys.readouterr().out
+    assert "roofline on NVIDIA H200: peak 3072 GB/s, 756 TFLOP/s at 16-bit" in printed
+    rows = {line.split()[1]: line.split() for line in printed.splitlines()
+            if line[:1].isdigit()}
+    assert rows["matmul"][2:] == ["5000.00", "500.000", "100.0", "3.3", "66.1", "compute"]
+    assert rows["copy"][2:] == ["-", "-", "2400.0", "78.1", "-", "memory"]
+    chart = [line for line in printed.splitlines() if line.startswith("│")]
+    assert any("1" in line for line in chart) and any("-" in line for line in chart)
+    assert "├─ matmul" in printed and "500.000 TFLOP/s" in printed
