@@ -17,6 +17,8 @@ from compiler.profiler.state import now_ns
 
 #: The values `start(backend=...)` accepts.
 BACKENDS = (None, "cupti", "cuda_events")
+#: The event timer reads the oldest this many launches' times once twice as many are pending.
+RECYCLE_BATCH = 4096
 
 
 class TimerUnavailable(RuntimeError):
@@ -44,7 +46,7 @@ class EventTimer:
 
     def plan(self, site, kernel_name: str) -> tuple:
         """(begin, end) around a launch: record an event before and after it on its stream
-        (events are reused after `flush`)."""
+        (events are reused once their times were read)."""
         free, pending, make = self._free, self._pending, self._event
 
         def begin(stream):
@@ -54,17 +56,24 @@ class EventTimer:
             stream, start = started
             pending.append((site, kernel_name, start,
                             (free.pop() if free else make()).record(stream)))
+            if len(pending) >= 2 * RECYCLE_BATCH:
+                self._deliver(RECYCLE_BATCH)
         return begin, end
 
-    def flush(self) -> None:
-        """Wait for the recorded events and deliver their times."""
-        pending = list(self._pending)
-        self._pending.clear()
-        for site, name, start, end in pending:
+    def _deliver(self, count: int) -> None:
+        """Read the times of the `count` oldest pending launches (long finished when called
+        from a launch: thousands of launches were enqueued since) and reuse their events."""
+        done = self._pending[:count]
+        del self._pending[:count]
+        for site, name, start, end in done:
             begin_ns = self._origin_host + int(self._origin.elapsed_ms(start) * 1e6)
             elapsed_ns = int(start.elapsed_ms(end) * 1e6)
             site.deliver(name, GPU_TIME, begin_ns, begin_ns + elapsed_ns, "gpu")
             self._free += (start, end)
+
+    def flush(self) -> None:
+        """Wait for the recorded events and deliver their times."""
+        self._deliver(len(self._pending))
 
     def close(self) -> None:
         """Deliver what is pending."""

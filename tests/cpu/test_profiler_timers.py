@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 import compiler.profiler as proton
-from compiler.profiler import cupti_timer
+from compiler.profiler import cupti_timer, timers
 from compiler.profiler.state import STATE
 from compiler.profiler.timers import TimerUnavailable
 from compiler.runtime import driver
@@ -190,6 +190,7 @@ def test_refused_cupti_falls_back_to_cuda_events_with_one_warning(monkeypatch, f
     monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=FakeCupti(True)))
     monkeypatch.setattr(cupti_timer, "_REGISTERED", False)
     monkeypatch.setattr(driver, "Event", FakeEvent)
+    monkeypatch.setattr(timers, "RECYCLE_BATCH", 2)      # read and reuse events early
     _launch(kernel)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -197,14 +198,15 @@ def test_refused_cupti_falls_back_to_cuda_events_with_one_warning(monkeypatch, f
     [warning] = caught
     assert "CUPTI is not usable" in str(warning.message)
     assert "INSUFFICIENT_PRIVILEGES" in str(warning.message)
-    _launch(kernel, 4)
+    _launch(kernel, 5)
+    assert len(STATE.timer._pending) == 3 and len(STATE.timer._free) == 2
     [path] = proton.finalize(session)
     root = json.loads(path.read_text())[0]
     timing = root["metadata"]["timing"]
     assert timing["method"] == "cuda_events" and timing["fallback_from"] == "cupti"
     assert "INSUFFICIENT_PRIVILEGES" in timing["why"]
     node = _children(root)[SPEC]
-    assert node["metrics"]["count"] == 4 and node["metrics"]["time (ns)"] == 4 * 1e6
+    assert node["metrics"]["count"] == 5 and node["metrics"]["time (ns)"] == 5 * 1e6
 
 
 def test_asking_for_cupti_without_it_is_an_error(monkeypatch, fake_gpu):
