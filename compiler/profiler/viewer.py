@@ -101,7 +101,8 @@ def cell(node: ViewNode, metric: str, root: ViewNode) -> str:
         tflops = _rate(node, time_name, "flops", "t")
         gbytes = _rate(node, time_name, "bytes", "g")
         parts = ([f"{tflops:.3f} TFLOP/s"] if tflops is not None else []) + \
-                ([f"{gbytes:.1f} GB/s"] if gbytes is not None else [])
+                ([f"{gbytes:.1f} GB/s" if gbytes >= 1 else f"{gbytes:.3g} GB/s"]
+                 if gbytes is not None else [])
         return "  ".join(parts)
     kind, _, unit = metric.partition("/")
     if kind in ("time", "avg_time") and unit in TIME_UNITS:
