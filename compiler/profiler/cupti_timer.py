@@ -53,6 +53,7 @@ class CuptiTimer:
         self._site_ids = {}       # Site -> external id
         self._sites = {}          # external id -> Site
         self._tagged = False
+        enabled = []
         try:
             if not _REGISTERED:
                 cupti.activity_register_callbacks(self._requested, _dispatch_completed)
@@ -60,8 +61,12 @@ class CuptiTimer:
             _CURRENT[0] = self
             for kind in self._kinds:
                 cupti.activity_enable(kind)
+                enabled.append(kind)
             self._offset = cupti.get_timestamp() - now_ns()
         except Exception as err:  # noqa: BLE001 - CUPTI refused (permissions, another tool)
+            _CURRENT[0] = None
+            for kind in enabled:          # leave CUPTI as it was
+                cupti.activity_disable(kind)
             raise TimerUnavailable(f"CUPTI refused to collect kernel activity "
                                    f"({type(err).__name__}: {err})") from None
 

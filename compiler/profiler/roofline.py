@@ -120,7 +120,8 @@ def _chart_peak(peaks: Peaks) -> float:
 
 def chart(found: list, peaks: Peaks | None, width: int = 64, height: int = 16) -> list:
     """A log-log text chart: x FLOP/byte, y TFLOP/s; the 16-bit compute roof drawn with '-',
-    the bandwidth roof with '/', kernels as their table numbers. Kernels without both flops and bytes are left off."""
+    the bandwidth roof with '/', kernels as their table numbers. Kernels without both flops
+    and bytes are left off."""
     placed = [(i, p) for i, p in enumerate(found, 1) if p.intensity]
     if not placed:
         return []

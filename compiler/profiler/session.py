@@ -51,9 +51,11 @@ def _device_metadata() -> dict:
 def start(name: str | None = None, *, context: str = "shadow", data: str = "tree",
           backend: str | None = None, mode: str | None = None, hook: str | None = None) -> int:
     """Start a session and return its id. `context`: "shadow" (scopes) or "python" (the
-    Python call stack); `data`: "tree"; `backend`: None (CUPTI, else CUDA events), "cupti",
-    "cuda_events" (GPU launches; interpreter launches are always timed by wall clock);
-    `mode`: None; `hook`: None or "triton" (kernels' `launch_metadata`)."""
+    Python call stack at each launch of ours; other libraries' kernels still go by scopes);
+    `data`: "tree"; `backend`: None (CUPTI, else CUDA events), "cupti", "cuda_events" (GPU
+    launches; interpreter launches are always timed by wall clock); `mode`: None; `hook`:
+    None or "triton" (kernels' `launch_metadata`). One GPU timer serves every session, so a
+    backend other than the running one is refused until its sessions are finalized."""
     if STATE.command_line is not None:
         return STATE.command_line
     _check("context", context, CONTEXTS)

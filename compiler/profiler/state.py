@@ -1,14 +1,15 @@
 """The profiler's process state: sessions, which are active, the scope stack, the launch hook.
 
 A `Session` holds a `Profile` plus its options (context, hook, output name). While at least
-one session is active the profiler's `LaunchHook` sits in `compiler.runtime.recording.OBSERVERS`,
-so every launch of ours goes past it (the jit's fast path included); with none active a launch
-pays one more truthiness test. The
-scope stack is per thread (as Proton's). `Site`s say where a kernel belongs: which sessions
-were active when it was launched and at which path of their trees.
+one session is active the profiler's `LaunchHook` sits in `recording.OBSERVERS`, so every
+launch of ours goes past it (the jit's fast path included); with none active a launch pays one
+more truthiness test. The scope stack is per thread (as Proton's); other libraries' kernels are
+attributed by the scope stack of the thread that launched them. `Site`s say where a kernel
+belongs: which sessions were active when it was launched and at which path of their trees.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -21,9 +22,9 @@ from compiler.profiler.data import Profile
 CONTEXTS = ("shadow", "python")
 #: Hooks a session may use: none, or "triton" (kernels' `launch_metadata`).
 HOOKS = (None, "triton")
-#: Where frames are not shown in the python context (our own packages).
-_OWN_FOLDERS = tuple(str(Path(__file__).resolve().parents[i]) for i in (1,)) + (
-    str(Path(__file__).resolve().parents[2] / "explorer"),)
+#: Where frames are not shown in the python context (our own packages: compiler, explorer).
+_OWN_FOLDERS = (str(Path(__file__).resolve().parents[1]) + os.sep,
+                str(Path(__file__).resolve().parents[2] / "explorer") + os.sep)
 
 
 @dataclass(eq=False)
@@ -40,9 +41,10 @@ class Session:
 
 @dataclass(frozen=True, eq=False)
 class Site:
-    """Where a kernel goes (compared by identity: the GPU timer interns sites): for each session
-    active at its launch, its path in that session's tree; `leaf` names the kernel's node (None: the name the GPU timer reports), `metrics`
-    (the triton hook's) and `attributes` (our kernel's specialization) go with it."""
+    """Where a kernel goes (compared by identity: the GPU timer interns sites): for each
+    session active at its launch, its path in that session's tree. `leaf` names the kernel's
+    node (None: the name the GPU timer reports); `metrics` (the triton hook's) and
+    `attributes` (our kernel's specialization) go with it."""
 
     placements: tuple                 # ((Session, path), ...)
     leaf: str | None = None
@@ -75,7 +77,7 @@ _local = threading.local()
 
 
 def scope_stack() -> list:
-    """This thread's stack of open scopes: (name, start ns, path) tuples."""
+    """This thread's stack of open scopes: (name, start ns, sessions active at entry)."""
     stack = getattr(_local, "stack", None)
     if stack is None:
         stack = _local.stack = []
