@@ -76,15 +76,21 @@ def _user_error(error: BaseException, script: str) -> str:
 
 
 def _runner(command: list[str]):
-    """A function running `command` (a script and its args, or `pytest ...`) in-process."""
-    if command[0] == "pytest" or command[:3] == ["python", "-m", "pytest"]:
-        pytest_args = command[1:] if command[0] == "pytest" else command[3:]
+    """(profile name, function running `command` in-process) for a script and its args or
+    `pytest ...` (a leading `python` / `python -m` is allowed); None when there is no such
+    script."""
+    if Path(command[0]).name.startswith("python") and len(command) > 1:
+        command = command[2:] if command[1] == "-m" else command[1:]
+    if command[:1] == ["pytest"]:
+        pytest_args = command[1:]
 
         def run_pytest():
             import pytest
             return int(pytest.main(pytest_args))
-        return run_pytest
-    script = command[0]
+        return "pytest", run_pytest
+    script = command[0] if command else ""
+    if not Path(script).is_file():
+        return None
 
     def run_script():
         saved_argv, saved_path = sys.argv, list(sys.path)
@@ -97,7 +103,7 @@ def _runner(command: list[str]):
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
         return 0
-    return run_script
+    return Path(script).stem, run_script
 
 
 def run(command: list[str], args) -> int:
@@ -105,15 +111,18 @@ def run(command: list[str], args) -> int:
     from compiler import triton_alias
     from compiler.profiler.session import run_profiled
 
-    if command[0] != "pytest" and not Path(command[0]).is_file():
-        print(f"tile-explore prof: {command[0]}: no such file", file=sys.stderr)
+    found = _runner(command)
+    if found is None:
+        print(f"tile-explore prof: {' '.join(command)}: no such script (give -- script.py "
+              f"args, or -- pytest args)", file=sys.stderr)
         return 2
-    name = args.name or Path(command[0]).stem
+    default_name, runner = found
+    name = args.name or default_name
     status, error = 0, None
     with triton_alias.installed():
         def body():
             try:
-                return _runner(command)()
+                return runner()
             except Exception as failure:    # the user's code failed: keep the profile
                 nonlocal error
                 error = _user_error(failure, command[0])

@@ -28,11 +28,13 @@ def specialization_label(launch: LaunchInfo) -> str:
 
 
 def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
-    """The kernel's `launch_metadata` result as (name or None, numeric metrics)."""
+    """The kernel's `launch_metadata(grid, kernel, args)` result as (name or None, numeric
+    metrics); as in Triton, `grid` has three dims and `args` holds every argument by name."""
     metadata_fn = getattr(launch.jit, "launch_metadata", None)
     if metadata_fn is None:
         return None, {}
-    result = metadata_fn(launch.grid, launch.entry.kernel, launch.named_arguments()) or {}
+    grid = launch.grid + (1,) * (3 - len(launch.grid))      # Triton passes three dims
+    result = metadata_fn(grid, launch.entry.kernel, launch.named_arguments()) or {}
     if not isinstance(result, dict):
         raise TypeError(f"launch_metadata of {launch.kernel_name} returned "
                         f"{type(result).__name__}; it must return a dict such as "

@@ -327,7 +327,7 @@ def test_prof_errors(tmp_path, capsys):
     assert prof.main([str(tmp_path / "missing.hatchet")]) == 2
     assert "cannot read a profile" in capsys.readouterr().err
     assert prof.main(["--", str(tmp_path / "none.py")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "no such script" in capsys.readouterr().err
     bad = tmp_path / "bad.py"
     bad.write_text("x = 1\nraise RuntimeError('boom')\n")
     assert prof.main(["-n", str(tmp_path / "bad"), "--", str(bad)]) == 1
@@ -342,7 +342,7 @@ def test_prof_runs_pytest(tmp_path, capsys):
     test_file.write_text(SCRIPT.replace('print("script args", sys.argv[1:])', "")
                          .replace("with proton.scope", "def test_it():\n    pass\n\n\nwith "
                                   "proton.scope"))
-    status = prof.main(["-n", str(tmp_path / "pt"), "--", "pytest", "-q", "-p",
+    status = prof.main(["-n", str(tmp_path / "pt"), "--", "python", "-m", "pytest", "-q", "-p",
                         "no:cacheprovider", str(test_file)])
     assert status == 0
     assert "└─ step" in capsys.readouterr().out
