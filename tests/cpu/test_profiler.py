@@ -393,3 +393,15 @@ def test_roofline_against_the_device_peaks(tmp_path, capsys):
     chart = [line for line in printed.splitlines() if line.startswith("│")]
     assert any("1" in line for line in chart) and any("-" in line for line in chart)
     assert "├─ matmul" in printed and "500.000 TFLOP/s" in printed
+
+
+def test_prof_lists_metrics_and_python_context(tmp_path, capsys):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    name = tmp_path / "py"
+    assert prof.main(["-n", str(name), "--context", "python", "--", str(script)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{script}:<module>@" in printed           # the script's frame, as Proton names it
+    assert prof.main([f"{name}.hatchet", "--list"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert {"count", "time", "time/ms", "tflop32/s", "gbyte/s"} <= set(listed)

@@ -214,3 +214,19 @@ def test_asking_for_cupti_without_it_is_an_error(monkeypatch, fake_gpu):
     with pytest.raises(TimerUnavailable, match=r"cupti-python is not importable.*\[profile\]"):
         proton.start("x", backend="cupti")
     assert not STATE.sessions
+
+
+def test_cupti_kernels_in_the_chrome_trace(fake_gpu, fake_cupti, tmp_path):
+    kernel, _ = fake_gpu
+    _launch(kernel)
+    session = proton.start(str(tmp_path / "trace"))
+    with proton.scope("step"):
+        _launch(kernel, 2)
+        fake_cupti.kernel("torch_gemm")
+    [path] = proton.finalize(session, output_format="chrome_trace")
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    gpu_events = [e for e in events if e["cat"] == "gpu"]
+    assert [e["name"] for e in gpu_events] == [SPEC, SPEC, "torch_gemm"]
+    assert all(e["dur"] == KERNEL_NS / 1e3 and e["args"]["path"] == "step" for e in gpu_events)
+    assert gpu_events[0]["ts"] < gpu_events[1]["ts"] < gpu_events[2]["ts"]
+    assert [e["name"] for e in events if e["cat"] == "host"] == ["step"]
