@@ -20,8 +20,9 @@ def _session_path(session, name: str) -> tuple:
     return shadow_path()
 
 
-def enter_scope(name: str, *, metrics: dict | None = None) -> int:
-    """Open the scope `name`; returns its depth (-1 when no session is active)."""
+def enter_scope(name: str, *, triton_op: bool = False, metrics: dict | None = None) -> int:
+    """Open the scope `name`; returns its depth (-1 when no session is active). `triton_op`
+    (Proton's mark for an operator scope) is accepted; such a scope is a scope like others."""
     sessions = active_sessions()
     if not sessions:
         return -1
@@ -35,7 +36,7 @@ def enter_scope(name: str, *, metrics: dict | None = None) -> int:
     return len(stack) - 1
 
 
-def exit_scope() -> int:
+def exit_scope(triton_op: bool = False) -> int:
     """Close the innermost open scope; returns its depth (-1 when none is open)."""
     stack = scope_stack()
     if not stack:

@@ -138,9 +138,9 @@ def test_decorators_and_enter_exit_scope(tmp_path):
     @proton.profile(name=str(tmp_path / "d"))
     def profiled():
         work()
-        assert proton.enter_scope("manual") == 0
+        assert proton.enter_scope("manual", triton_op=True) == 0
         launch()
-        assert proton.exit_scope() == 0
+        assert proton.exit_scope(triton_op=True) == 0
 
     profiled()
     assert STATE.hook not in recording.OBSERVERS             # profile() deactivates
