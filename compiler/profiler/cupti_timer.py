@@ -53,6 +53,9 @@ class CuptiTimer:
         self._site_ids = {}       # Site -> external id
         self._sites = {}          # external id -> Site
         self._tagged = False
+        #: Kernels seen without a site: run while no session recorded, or launched from a
+        #: thread whose scopes the profiler did not tag.
+        self.untagged = 0
         enabled = []
         try:
             if not _REGISTERED:
@@ -119,8 +122,8 @@ class CuptiTimer:
         return begin, end
 
     def flush(self) -> None:
-        """Synchronize, flush CUPTI's buffers, deliver every attributed kernel (kernels run
-        while no session was active have no site and are dropped)."""
+        """Synchronize, flush CUPTI's buffers, deliver every attributed kernel (kernels
+        without a site are counted in `untagged`, not recorded)."""
         from compiler.runtime.driver import synchronize
 
         synchronize()
@@ -133,6 +136,8 @@ class CuptiTimer:
             site = self._sites.get(external.pop(correlation, None))
             if site is not None:
                 site.deliver(name, GPU_TIME, start - self._offset, end - self._offset, "gpu")
+            else:
+                self.untagged += 1
         with self._lock:          # ids whose kernel record has not arrived yet
             self._external.update(external)
 

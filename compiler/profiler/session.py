@@ -129,6 +129,9 @@ def close_sessions(sessions: list, output_format: str) -> list:
     paths = []
     for chosen in sessions:
         chosen.active = False
+        untagged = getattr(STATE.timer, "untagged", 0)
+        if untagged:
+            chosen.profile.metadata["timing"]["untagged_kernels"] = untagged
         paths.append(write_profile(chosen.profile, Path(chosen.name), output_format))
         del STATE.sessions[chosen.id]
     if not STATE.sessions and STATE.timer is not None:
