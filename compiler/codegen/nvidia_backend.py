@@ -7,76 +7,12 @@ target's capability comes from an explicit request, else the present GPU, else s
 """
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .backend import (BackendOptions, BaseBackend, GPUTarget, LoadedKernel, OptionError,
-                      StageFn, register_backend)
-
-DEFAULT_ARCH = 90
-#: Compute capabilities this backend accepts (the NVPTX targets of LLVM 20+, Volta onwards).
-KNOWN_ARCHS = (70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
-DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
-
-#: The stages in order, and where each stage function lives (module, attribute): ttir and ttgir
-#: are the compile driver's common stages, the rest this backend's own (`nvidia_stages`). Each
-#: takes the compile state and writes the next stage's output into it.
-STAGE_FUNCTIONS = (
-    ("ttir", "compiler.compiler", "stage_ttir"),
-    ("ttgir", "compiler.compiler", "stage_ttgir"),
-    ("llir", "compiler.codegen.nvidia_stages", "stage_llir"),
-    ("ptx", "compiler.codegen.nvidia_stages", "stage_ptx"),
-    ("cubin", "compiler.codegen.nvidia_stages", "stage_cubin"),
-    ("sass", "compiler.codegen.nvidia_stages", "stage_sass"),
-)
-
-
-@dataclass(frozen=True)
-class NvidiaOptions(BackendOptions):
-    """Compile options of the NVIDIA backend (the common ones plus NVIDIA's). They are the one
-    definition of the target options: the compile driver's `CompileOptions` derives from this
-    class and adds only its own fields."""
-
-    arch: int = dataclasses.field(default=DEFAULT_ARCH, metadata={
-        "check": lambda v: v in KNOWN_ARCHS,
-        "allowed": "a compute capability such as 80 or 90 (or 'sm_90'); known: "
-                   + ", ".join(map(str, KNOWN_ARCHS))})
-    ptx_version: int | None = dataclasses.field(default=None, metadata={
-        "check": lambda v: isinstance(v, int) and 60 <= v <= 99,
-        "allowed": "a PTX ISA version times ten, e.g. 80 for PTX 8.0, or None"})
-    maxnreg: int | None = dataclasses.field(default=None, metadata={
-        "check": lambda v: isinstance(v, int) and 16 <= v <= 255,
-        "allowed": "an integer from 16 to 255, or None"})
-    default_dot_input_precision: str = dataclasses.field(default="tf32", metadata={
-        "check": lambda v: v in DOT_PRECISIONS, "allowed": " or ".join(DOT_PRECISIONS)})
-    warp_size: int = dataclasses.field(default=32, metadata={
-        "check": lambda v: v == 32, "allowed": "32 (NVIDIA warps have 32 threads)"})
-    line_info: bool = True
-
-    @property
-    def ptx_arch(self) -> str:
-        """The `.target` / ptxas -arch name, e.g. "sm_90"."""
-        return f"sm_{self.arch}"
-
-
-def parse_arch(value: Any) -> int:
-    """A compute capability from 90, "90", "sm_90", "sm_90a" or (9, 0)."""
-    if isinstance(value, bool):
-        raise OptionError(f"option 'arch' takes a compute capability, not {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return value[0] * 10 + value[1]
-    if isinstance(value, str):
-        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)a?", value.strip())
-        if match:
-            return int(match.group(1))
-    raise OptionError(f"option 'arch' takes a compute capability such as 90, 'sm_90' or (9, 0), "
-                      f"not {value!r}")
-
+from .backend import BaseBackend, GPUTarget, LoadedKernel, OptionError, StageFn, register_backend
+from .nvidia_options import (DEFAULT_ARCH, DOT_PRECISIONS, KNOWN_ARCHS, NvidiaOptions,  # noqa: F401
+                             parse_arch)
+from .nvidia_stages import STAGES
 
 @register_backend
 class NvidiaBackend(BaseBackend):
@@ -121,15 +57,8 @@ class NvidiaBackend(BaseBackend):
         return {} if "arch" in options else {"arch": self.target.arch}
 
     def add_stages(self, stages: dict[str, StageFn], options) -> None:
-        """ttir -> ttgir -> llir -> ptx -> cubin -> sass, each the compile driver's stage
-        function (see `STAGE_FUNCTIONS`)."""
-        for stage, module_name, attribute in STAGE_FUNCTIONS:
-            module = importlib.import_module(module_name)
-            try:
-                stages[stage] = getattr(module, attribute)
-            except AttributeError:
-                raise LookupError(f"stage '{stage}' of the nvidia backend needs "
-                                  f"{module_name}.{attribute}, which does not exist") from None
+        """ttir -> ttgir -> llir -> ptx -> cubin -> sass (`nvidia_stages.STAGES`)."""
+        stages.update(STAGES)
 
     def load_binary(self, name: str, binary: bytes | str, shared: int,
                     device: int = 0) -> LoadedKernel:
