@@ -9,22 +9,19 @@ stage's output from the state and writes its own.
   code-generation options plus the driver's own), read from keyword arguments and the TILE_*
   environment variables once, at the edge (`from_env`). The pass manager binds it to every
   pass; the lowering reads it.
-- `KernelMetadata`: the facts of a compiled kernel (num_warps, threads per warp, CTAs, shared
-  memory, target, argument kinds), made once by the ttgir stage from the module's attributes
-  and completed by the lowering; the launcher reads it. It is the one source of `num_warps`
-  after the ttgir stage.
+- `KernelMetadata` (`compiler.metadata`): the kernel's facts, made by the ttgir stage.
 """
 from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from dataclasses import dataclass, field, fields
 
 from compiler.codegen.backend import OptionError, checked_value
 from compiler.codegen.nvidia_options import DEFAULT_ARCH, NvidiaOptions
 from compiler.ir.core import Module
 from compiler.ir.printer import print_module_with_lines
+from compiler.metadata import KernelMetadata, MetadataError  # noqa: F401
 from compiler.passes.manager import ENV_PIPELINE_VARS, pipeline_from_env
 from compiler.trace import CompileTrace
 
@@ -131,71 +128,6 @@ def backend_for(arch: int | None = None):
     option set without `arch` compiles for it whatever GPU is present)."""
     from compiler.codegen.backend import GPUTarget, get_backend
     return get_backend(BACKEND, GPUTarget(BACKEND, DEFAULT_ARCH if arch is None else arch, 32))
-
-
-class MetadataError(ValueError):
-    """A ttgir module that lacks what the lowering and launcher need (e.g. ttg.num-warps)."""
-
-
-@dataclass(frozen=True)
-class KernelMetadata:
-    """The facts of a compiled kernel that the lowering and the launcher consume."""
-
-    name: str
-    num_warps: int
-    threads_per_warp: int = 32
-    num_ctas: int = 1
-    shared: int = 0
-    target: str = ""
-    arg_kinds: tuple = ()
-
-    @classmethod
-    def from_ttgir(cls, module: Module, name: str = "") -> "KernelMetadata":
-        """The metadata a ttgir module states in its attributes; `MetadataError` when the
-        module has no `ttg.num-warps` (it was not converted to ttgir)."""
-        attrs = module.attributes
-        if "ttg.num-warps" not in attrs:
-            raise MetadataError(f"{name or 'the module'}: a ttgir module needs 'ttg.num-warps' "
-                                f"(run convert-triton-to-tritongpu first)")
-
-        def value(key: str, default):
-            attr = attrs.get(key)
-            return attr.value if attr is not None else default
-        return cls(name=name, num_warps=int(value("ttg.num-warps", 0)),
-                   threads_per_warp=int(value("ttg.threads-per-warp", 32)),
-                   num_ctas=int(value("ttg.num-ctas", 1)), shared=int(value("ttg.shared", 0)),
-                   target=str(value("ttg.target", "")))
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "KernelMetadata":
-        """Metadata from its `to_dict` form (a cache entry's manifest)."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["arg_kinds"] = tuple(values.get("arg_kinds", ()))
-        return cls(**values)
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of every field."""
-        data = asdict(self)
-        data["arg_kinds"] = list(self.arg_kinds)
-        return data
-
-    def __getitem__(self, key: str):
-        """Read a field by name (`metadata["num_warps"]`), as Triton's metadata allows."""
-        if key not in {f.name for f in fields(self)}:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default=None):
-        """A field by name, or `default` when there is no such field."""
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def with_lowering(self, shared: int, arg_kinds) -> "KernelMetadata":
-        """These facts completed by the lowering (shared bytes incl. scratch, argument kinds)."""
-        return replace(self, shared=shared, arg_kinds=tuple(arg_kinds))
 
 
 @dataclass

@@ -18,6 +18,7 @@ import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.types import PointerType, TensorType, shape_of
+from compiler.metadata import KernelMetadata, MetadataError
 
 from . import vector_width as vw
 from .debuginfo import DebugInfo, op_lines, python_location
@@ -210,7 +211,6 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
     name = func_op.attributes["sym_name"].value
     metadata = options.metadata
     if metadata is None:
-        from compiler.stage_state import KernelMetadata, MetadataError
         try:
             metadata = KernelMetadata.from_ttgir(ttgir_module, name)
         except MetadataError as err:

@@ -5,6 +5,7 @@ from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
+from compiler.metadata import KernelMetadata
 
 from .base import Pass, PassContext, register_pass
 from .ttgir_rewrite import fold_converts, relayout_op
@@ -68,8 +69,7 @@ class AccelerateMatmul(Pass):
     stage = "ttgir"
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        attr = module.attributes.get("ttg.num-warps")
-        num_warps = attr.value if attr is not None else 4
+        num_warps = KernelMetadata.from_ttgir(module, reader=self.name).num_warps
         changed = False
         for op in [o for o in module.walk() if o.name == "tt.dot"]:
             mma = mma_encoding_for(op, num_warps)

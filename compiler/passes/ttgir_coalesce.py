@@ -5,6 +5,7 @@ from compiler.analysis.axis_info import AxisInfo, analyze
 from compiler.analysis.layout_propagation import build_blocked, encoding_of
 from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
+from compiler.metadata import KernelMetadata
 
 from .base import Pass, PassContext, register_pass
 from .ttgir_rewrite import relayout_op
@@ -91,8 +92,8 @@ class Coalesce(Pass):
     stage = "ttgir"
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        num_warps = module.attributes["ttg.num-warps"].value
-        threads = module.attributes["ttg.threads-per-warp"].value
+        facts = KernelMetadata.from_ttgir(module, reader=self.name)
+        num_warps, threads = facts.num_warps, facts.threads_per_warp
         for func in module.functions():
             info = analyze(func)
             ops = [op for op in func.walk() if op.name in MEMORY_OPS

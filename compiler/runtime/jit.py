@@ -17,6 +17,7 @@ Anything else it hands to `run`, the reference path described above.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -27,6 +28,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from compiler.codegen.backend import BackendOptions
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
@@ -41,8 +43,10 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 LAUNCH_CONTROLS = ("interpret", "stream")
 #: How many times a kernel's fast launch is regenerated for new argument types, at most.
 MAX_FAST_LAUNCHES = 4
-#: Compile options used when a launch does not give them (Triton's defaults).
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+#: Compile options used when a launch does not give them: the backend options' own defaults
+#: (Triton's), so that they are written in one place.
+DEFAULT_OPTIONS = {f.name: f.default for f in dataclasses.fields(BackendOptions)
+                   if f.name in ("num_warps", "num_stages", "num_ctas")}
 
 
 @dataclass(frozen=True)
@@ -482,7 +486,7 @@ class JITFunction(KernelInterface):
             self._interp_cache[key] = entry
         else:
             compiled = self._compiled.get(key) or self._compile_full(key, spec)
-            entry = _GpuEntry(compiled, spec, options["num_warps"])
+            entry = _GpuEntry(compiled, spec, compiled.num_warps)
             self._gpu_cache[key] = entry
         return entry
 
