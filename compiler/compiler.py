@@ -8,7 +8,8 @@ specialization) or a path to a `.ttir`/`.ttgir` file, reads the options once int
 `KernelMetadata` and `.trace` the `CompileTrace` the explorer reads. A stage may be replaced by
 a file (`override_dir`), and compilation may start from a stage's file. The stages, their
 state and the options live below this module (`compiler.codegen.nvidia_stages`,
-`compiler.stage_state`); this module only orders, times, caches and dumps.
+`compiler.stage_state`), the disk-cache lookup in the runtime (`runtime.cache.compile_cached`);
+this module only orders and times the stages and dumps the trace.
 """
 from __future__ import annotations
 
@@ -119,19 +120,11 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
 
 
 def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
-    """Look the specialization up in the disk cache; compile and store it on a miss."""
-    from compiler.runtime.cache import CacheOptions, KernelCache, cache_key, stage_files
-    cache = KernelCache(CacheOptions.from_env())
-    key = cache_key(source_hash=src.hash(), specialization=None, options=opts.key_parts(),
-                    target=opts.target)
-    entry = None if cache.options.always_compile else cache.get(key)
-    if entry is not None:
-        kernel = CompiledKernel.from_cache(entry, opts)
-    else:
-        kernel = _compile_uncached(_state_from_source(src, opts), "ttir", None)
-        cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)),
-                  kernel.metadata.to_dict() if kernel.metadata is not None else {})
-    return kernel
+    """The runtime's disk cache looks the specialization up; a miss compiles here."""
+    from compiler.runtime.cache import compile_cached
+    return compile_cached(src.hash(), opts,
+                          lambda: _compile_uncached(_state_from_source(src, opts), "ttir", None),
+                          CompiledKernel.from_cache)
 
 
 def backend_stages(options: CompileOptions) -> dict:

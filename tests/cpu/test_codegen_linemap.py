@@ -71,7 +71,7 @@ def test_ttgir_lines_keep_their_python_location(reference_dir):
     ttgir = result.trace.stage_inputs["llir"].splitlines()
     addf_line = next(i + 1 for i, t in enumerate(ttgir) if "arith.addf" in t)
     assert result.trace.ttgir_op_python[str(addf_line)] == "triton_h200_kernels.py:11:33"
-    assert addf_line in python_line_map(result.trace.ttgir_op_python)[11]
+    assert str(addf_line) in python_line_map(result.trace.ttgir_op_python)[11]
 
 
 def test_ptx_line_map_groups_runs():
