@@ -6,7 +6,6 @@ Layout: `source` (reading the function), `codegen` (syntax: the AST visitor), `s
 """
 from __future__ import annotations
 
-import os
 
 from .errors import CompilationError, SemanticError
 
@@ -19,7 +18,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `signature` maps each runtime parameter to a Triton type string ("*fp32", "i32", ...),
     `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
     `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
-    (default: the environment's TILE_DEBUG=1, read here once) keeps internal tracebacks;
+    (the compile option, which TILE_DEBUG=1 sets at the edge) keeps internal tracebacks;
     `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none.
     """
     from compiler.ir.attributes import int_attr
@@ -30,9 +29,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     from .source import FunctionSource
 
     options = dict(options or {})
-    debug = options.get("debug")
-    if debug is None:
-        debug = os.environ.get("TILE_DEBUG") == "1"
+    debug = bool(options.get("debug", False))
     inner = getattr(fn, "fn", fn)
     try:
         src = FunctionSource.of(inner)

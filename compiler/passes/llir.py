@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from compiler.codegen.nvidia_options import NvidiaOptions
 from compiler.ir.core import Module
 from compiler.trace import CompileTrace, PassRecord
 
@@ -43,6 +44,11 @@ def instruction_count(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.startswith("  ") and "=" in line)
 
 
+def _options(ctx: PassContext):
+    """The compile options bound to the run, or the backend's defaults for a pass run alone."""
+    return ctx.options if ctx.options is not None else NvidiaOptions()
+
+
 @register_pass
 class ConvertTritonGPUToLLVM(Pass):
     """Lowers every ttgir op to LLVM IR: a distributed tensor becomes a list of per-thread
@@ -55,11 +61,10 @@ class ConvertTritonGPUToLLVM(Pass):
         from compiler.codegen.lowering import LoweringOptions, lower_module
         if module.text is not None:
             raise ValueError("the kernel is already LLVM IR; convert-tritongpu-to-llvm runs once")
-        options = ctx.options
+        options = _options(ctx)
         lowered = lower_module(module.ttgir, LoweringOptions(
             ttgir_file=module.ttgir_file, optimize=False, metadata=module.metadata,
-            maxnreg=getattr(options, "maxnreg", None),
-            fp_fusion=getattr(options, "enable_fp_fusion", True)))
+            maxnreg=options.maxnreg, fp_fusion=options.enable_fp_fusion))
         module.lowered = lowered
         module.text = lowered.llvm_ir
 
@@ -76,10 +81,9 @@ class LLVMOptimize(Pass):
 
     def run(self, module: LLIRModule, ctx: PassContext) -> None:
         from compiler.codegen.optimize import optimize_llvm
-        arch = getattr(ctx.options, "ptx_arch", "sm_90")
-        features = getattr(ctx.options, "ptx_features", "+ptx80")
+        options = _options(ctx)
         module.text = optimize_llvm(module.require_text(self.name), self.options["level"],
-                                    arch, features)
+                                    options.ptx_arch, options.ptx_features)
 
 
 class LLIRTraceInstrumentation(PassInstrumentation):
@@ -98,8 +102,7 @@ class LLIRTraceInstrumentation(PassInstrumentation):
 
     def _record(self, run: PassRun, module: LLIRModule) -> PassRecord:
         text = module.text or ""
-        given = {k: v for k, v in run.pass_.options.items() if k in run.pass_.given_options}
-        record = PassRecord(stage="llir", name=run.pass_.name, options=given,
+        record = PassRecord(stage="llir", name=run.pass_.name, options=dict(run.pass_.options),
                             index=len(self.trace.passes), wall_ms=run.wall_ms,
                             changed=text != self._last_text,
                             ir_after=text if self.snapshots else "", doc=run.pass_.doc(),

@@ -55,15 +55,18 @@ class RuntimeEnv:
 
     interpret: bool = False
     dump: bool = False
+    debug: bool = False
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "RuntimeEnv":
         """Read `TILE_INTERPRET` (1/true/yes/on forces the interpreter) and `TILE_KERNEL_DUMP`
         (kernels run by the interpreter are then compiled through every stage too, so that
-        each stage can be dumped)."""
+        each stage can be dumped) and `TILE_DEBUG` (the `debug` option of kernels that do not
+        set it)."""
         def flag(name: str) -> bool:
             return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-        return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"))
+        return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"),
+                   debug=flag("TILE_DEBUG"))
 
 
 class KernelArgumentError(CompilationError, TypeError):
@@ -439,8 +442,8 @@ class JITFunction(KernelInterface):
     def compile_options(self, key: tuple) -> dict:
         """The compile options a cache key stands for (launch options over the defaults)."""
         options = dict(DEFAULT_OPTIONS)
-        if self.debug is not None:
-            options["debug"] = self.debug
+        if self.debug is not None or self.env.debug:    # the kernel's, else TILE_DEBUG's
+            options["debug"] = self.env.debug if self.debug is None else self.debug
         given = key[len(self.params):]
         options.update({k: v for k, v in zip(self._option_names, given) if v is not None})
         return options
