@@ -226,15 +226,37 @@ def _mma_operand(enc, mma: NvidiaMmaEncoding, shape, k_dim: int) -> LinearLayout
 
 
 def _linear(enc: LinearEncoding, shape) -> LinearLayout:
+    """The encoding's own bases, fitted to `shape` like any CTA layout: repeated along the
+    registers where the shape is larger (dims in the order the bases first move along them),
+    wrapped where it is smaller."""
     names = out_dim_names(len(shape))
     bases = {d: list(getattr(enc, d)) for d in DISTRIBUTED_INS}
     if any(len(vec) != len(shape) for vecs in bases.values() for vec in vecs):
         raise LayoutConversionError(f"{enc} does not have rank {len(shape)}")
     try:
-        layout = LinearLayout(bases, dict(zip(names, shape)))
+        own = LinearLayout(bases, names)
     except ValueError as err:
-        raise LayoutConversionError(f"{enc} on shape {list(shape)}: {err}") from None
-    return layout
+        raise LayoutConversionError(f"{enc}: {err}") from None
+    order = linear_order(own)
+    cta = own.sublayout([REGISTER, LANE, WARP], [names[d] for d in order])
+    block = own.sublayout([BLOCK], names)
+    if any(any(v) for v in block.bases(BLOCK)):
+        raise LayoutConversionError(f"{enc}: one CTA per CGA only (block bases must be empty)")
+    return fit_to_shape(cta, shape, REGISTER)
+
+
+def linear_order(layout: LinearLayout) -> list:
+    """Dims of a distributed linear layout, fastest first: in the order the register, then
+    lane, then warp bases first move along them; dims no basis moves along last, last dim
+    first."""
+    order = []
+    for d in (REGISTER, LANE, WARP):
+        for vec in layout.bases(d) if d in layout.in_dims else ():
+            for dim, v in enumerate(vec):
+                if v and dim not in order:
+                    order.append(dim)
+    rank = len(layout.out_dims)
+    return order + [d for d in range(rank - 1, -1, -1) if d not in order]
 
 
 # ---- shared encodings ----------------------------------------------------------------------------
