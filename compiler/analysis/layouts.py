@@ -13,9 +13,9 @@ Every other distributed layout (mma v3 and its operand A, slices of mma layouts,
 is answered from its linear layout (`compiler.analysis.layout_to_linear`), registers in the
 linear layout's order; `has_slot_model` says which layouts have `RegisterSlot`s.
 
-Register order (used by the lowering for every blocked-rooted tensor): within a thread, the `sizePerThread`
-elements first, dims fastest-varying first (`order`), then the repetitions of the CTA tile, again
-`order` first. Everything here assumes power-of-two sizes, as Triton does.
+Register order (used by the lowering for every blocked-rooted tensor): within a thread, the
+`sizePerThread` elements first, dims fastest-varying first (`order`), then the repetitions of
+the CTA tile, again `order` first. Everything here assumes power-of-two sizes, as Triton does.
 """
 from __future__ import annotations
 

@@ -4,12 +4,15 @@ inside a thread (registers along the axis), across the lanes of a warp (butterfl
 memory with barriers. The combine region is inlined at each step (multi-operand reductions such as
 argmax combine tuples). Only lane and warp bits that map to distinct elements take part, so
 tensors smaller than the layout's tile are not counted twice.
+
+Reductions work on any distributed layout from its linear layout (`LinearAxis`); scans still
+use the blocked-rooted geometry (`AxisGeometry`, RegisterSlot chunks).
 """
 from __future__ import annotations
 
 from compiler.analysis import layouts
 from compiler.analysis.layout_to_linear import to_linear_layout
-from compiler.dialects.ttg import SliceEncoding
+from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
 from compiler.ir.types import TensorType
 
 from .indices import blocked_thread_positions
@@ -21,13 +24,14 @@ from .registry import lowers
 
 
 class AxisGeometry:
-    """Where the reduced axis lives in the thread id: which lane and warp bits move along it."""
+    """Where a scanned axis of a blocked-rooted layout lives in the thread id: which lane and
+    warp bits move along it."""
 
     def __init__(self, ctx, layout, shape, axis):
         self.ctx = ctx
         self.layout = layout
         self.shape = tuple(shape)
-        root, root_shape, keep = ctx.indexer._root(layout, self.shape)
+        root, root_shape, keep = _blocked_root(layout, self.shape)
         self.root = root
         self.raxis = keep[axis]
         lshift, lcount, wshift, wcount = blocked_thread_positions(root)[self.raxis]
@@ -53,6 +57,23 @@ class AxisGeometry:
         return ix._cached(("warp_axis", self.root, self.raxis, self.real_warps),
                           lambda b: b.and_(b.lshr(ix.warp(), i32(self.warp_shift)),
                                            i32(self.real_warps - 1)))
+
+
+def _blocked_root(layout, shape):
+    """The root blocked layout of a blocked-rooted layout, its shape and which of its dims
+    this tensor keeps."""
+    if isinstance(layout, BlockedEncoding):
+        return layout, shape, list(range(layout.rank))
+    if isinstance(layout, SliceEncoding):
+        root, root_shape, keep = _blocked_root(layout.parent,
+                                               layouts.parent_shape_of(layout, shape))
+        removed = keep[layout.dim]
+        return root, root_shape, [d for d in keep if d != removed]
+    if isinstance(layout, DotOperandEncoding):
+        parent_shape = list(shape)
+        parent_shape[1 if layout.op_idx == 0 else 0] = 1
+        return layout.parent, tuple(parent_shape), [0, 1]
+    raise LoweringError(f"layout {layout} has no blocked root")
 
 
 class LinearAxis:
@@ -104,6 +125,9 @@ class LinearAxis:
         ix = self.ctx.indexer
 
         def make(b):
+            pos = self.warp_positions
+            if pos and pos == list(range(pos[0], pos[0] + len(pos))):
+                return b.and_(b.lshr(ix.warp(), i32(pos[0])), i32((1 << len(pos)) - 1))
             index = None
             for j, p in enumerate(self.warp_positions):
                 bit = b.and_(b.lshr(ix.warp(), i32(p)), i32(1))
@@ -155,46 +179,13 @@ def _reg_axis_coord(layout, shape, reg, axis) -> int:
 
 @lowers("tt.reduce")
 def lower_reduce(ctx, op):
-    """`tt.reduce {axis}`: in-thread, butterfly shuffles, then shared memory across warps."""
-    axis = op.attributes["axis"].value
-    region = op.regions[0]
+    """`tt.reduce {axis}` on any distributed layout, read from its linear layout: in-thread
+    over each register group, butterfly shuffles over the axis's lane bits, shared memory over
+    its warp bits. The result is in the slice layout of the input."""
     t: TensorType = op.operands[0].type
-    layout, shape = t.encoding, t.shape
-    if not layouts.has_slot_model(layout) or layouts.is_mma_family(layout):
-        return _lower_reduce_linear(ctx, op, region, layout, tuple(shape), axis)
-    geo = AxisGeometry(ctx, layout, shape, axis)
-    inputs = [ctx.get(v) for v in op.operands]
-    b = ctx.builder
-
-    accs = {}
-    for key, regs in _groups(layout, shape, geo.raxis).items():
-        acc = tuple(values[regs[0]] for values in inputs)
-        for reg in regs[1:]:
-            acc = _combine(ctx, region, acc, tuple(values[reg] for values in inputs))
-        accs[key] = acc
-
-    for bit in reversed(geo.lane_bits):
-        offset = 1 << (geo.lane_shift + bit)
-        for key, acc in accs.items():
-            other = tuple(shuffle_xor(b, v, offset) for v in acc)
-            accs[key] = _combine(ctx, region, acc, other)
-
-    result_layout = SliceEncoding(axis, layout)
-    result_shape = tuple(s for d, s in enumerate(shape) if d != axis)
-    keys = [layouts.slot_without(s, {geo.raxis})
-            for s in layouts.register_slots(result_layout, result_shape)] if result_shape \
-        else [next(iter(accs))]
-    if geo.real_warps > 1:
-        accs = _across_warps(ctx, op, region, geo, accs, keys, result_layout, result_shape)
-    outputs = [accs[k] for k in keys]
-    for i, result in enumerate(op.results):
-        ctx.set(result, [out[i] for out in outputs])
-
-
-def _lower_reduce_linear(ctx, op, region, layout, shape: tuple, axis: int):
-    """tt.reduce on any layout from its linear layout (mma accumulators, their slices,
-    #ttg.linear): in-thread over each register group, butterfly shuffles over the axis's lane
-    bits, shared memory over its warp bits. The result is in the slice layout of the input."""
+    axis = op.attributes["axis"].value
+    layout, shape = t.encoding, tuple(t.shape)
+    region = op.regions[0]
     geo = LinearAxis(ctx, op, layout, shape, axis)
     inputs = [ctx.get(v) for v in op.operands]
     b = ctx.builder

@@ -90,9 +90,7 @@ def test_emitted_coordinates_match_the_layout_helper(layout, shape):
         assert got == layouts.thread_elements(layout, shape, tid // 32, tid % 32), tid
 
 
-@pytest.mark.parametrize("layout,shape", [x for x in LAYOUTS
-                                          if not isinstance(x[0], DotOperandEncoding)],
-                         ids=lambda x: str(x)[:40])
+@pytest.mark.parametrize("layout,shape", LAYOUTS, ids=lambda x: str(x)[:40])
 def test_owner_predicate_picks_one_holder_per_element(layout, shape):
     indexer, builder = _indexer()
     owner = indexer.unique_owner(layout, shape)
