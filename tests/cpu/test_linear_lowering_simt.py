@@ -106,3 +106,61 @@ def test_softmax_step_on_an_mma_accumulator(name):
     np.testing.assert_array_equal(memory.read(2, rmax), want_max)
     np.testing.assert_array_equal(memory.read(1, y), want_e)
     np.testing.assert_allclose(memory.read(3, csum), want_e.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+REDUCE_LAYOUTS = {
+    "mma_v2": ("#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], "
+               "instrShape = [16, 8]}>", 32, 32),
+    "mma_v3_n16": ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], "
+                   "instrShape = [16, 16, 16]}>", 64, 32),
+    "dot_a_v2": ("#ttg.dot_op<{opIdx = 0, parent = #ttg.nvidia_mma<{versionMajor = 2, "
+                 "versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>, kWidth = 2}>",
+                 32, 32),
+    "dot_b_v2": ("#ttg.dot_op<{opIdx = 1, parent = #ttg.nvidia_mma<{versionMajor = 2, "
+                 "versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>, kWidth = 2}>",
+                 32, 32),
+    "dot_a_v3": ("#ttg.dot_op<{opIdx = 0, parent = #ttg.nvidia_mma<{versionMajor = 3, "
+                 "versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 32, 16]}>, "
+                 "kWidth = 2}>", 64, 32),
+    "blocked_wrapped": ("#ttg.blocked<{sizePerThread = [2, 2], threadsPerWarp = [4, 8], "
+                        "warpsPerCTA = [2, 2], order = [0, 1]}>", 8, 16),
+}
+
+
+def _reduce_kernel(layout: str, m: int, n: int, axis: int) -> str:
+    keep, other = (m, 1) if axis == 1 else (n, 0)
+    t = f"tensor<{m}x{n}xf32, #l>"
+    return textwrap.dedent(f"""
+    #b = {BLOCKED}
+    #b0 = #ttg.slice<{{dim = 0, parent = #b}}>
+    #b1 = #ttg.slice<{{dim = 1, parent = #b}}>
+    #l = {layout}
+    #r = #ttg.slice<{{dim = {axis}, parent = #l}}>
+    module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
+      tt.func public @red(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) {{
+        {_offsets("b", "b", m, n)}
+        %xs = tt.splat %x : !tt.ptr<f32> -> tensor<{m}x{n}x!tt.ptr<f32>, #b>
+        %xp = tt.addptr %xs, %boff : tensor<{m}x{n}x!tt.ptr<f32>, #b>, tensor<{m}x{n}xi32, #b>
+        %xb = tt.load %xp : tensor<{m}x{n}x!tt.ptr<f32>, #b>
+        %v = ttg.convert_layout %xb : tensor<{m}x{n}xf32, #b> -> {t}
+        {_reduce("s", "v", axis, "arith.addf", t, f"tensor<{keep}xf32, #r>")}
+        %i = tt.make_range {{end = {keep} : i32, start = 0 : i32}} : tensor<{keep}xi32, #r>
+        %os = tt.splat %out : !tt.ptr<f32> -> tensor<{keep}x!tt.ptr<f32>, #r>
+        %op = tt.addptr %os, %i : tensor<{keep}x!tt.ptr<f32>, #r>, tensor<{keep}xi32, #r>
+        tt.store %op, %s : tensor<{keep}x!tt.ptr<f32>, #r>
+        tt.return
+      }}
+    }}
+    """)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("name", list(REDUCE_LAYOUTS))
+def test_reduce_on_each_axis(name, axis):
+    layout, m, n = REDUCE_LAYOUTS[name]
+    text = _reduce_kernel(layout, m, n, axis)
+    kernel = lower_module(parse_module(text), LoweringOptions(optimize=False))
+    x = np.random.default_rng(axis).integers(-8, 8, (m, n)).astype(np.float32)
+    out = np.zeros(m if axis == 1 else n, np.float32)
+    memory = run_kernel(kernel, (1,), [x, out])
+    np.testing.assert_array_equal(memory.read(1, out), x.sum(axis=axis))
