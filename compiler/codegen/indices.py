@@ -12,7 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from compiler.analysis import layouts
-from compiler.analysis.layout_to_linear import to_linear_layout
+from compiler.analysis.layout_to_linear import LayoutConversionError, to_linear_layout
 from compiler.dialects.ttg import BlockedEncoding
 
 from .llvm_helpers import I1, i32
@@ -42,8 +42,9 @@ class LayoutIndexer:
     """Builds and caches index values of one kernel; `prologue` is a builder placed in the
     entry block, so the values dominate every use."""
 
-    def __init__(self, prologue: ir.IRBuilder):
+    def __init__(self, prologue: ir.IRBuilder, num_warps: int | None = None):
         self.prologue = prologue
+        self.num_warps = num_warps
         self._tid = None
         self._cache: dict = {}
 
@@ -125,7 +126,12 @@ class LayoutIndexer:
             ll = to_linear_layout(layout, shape)
             lanes = list(ll.bases("lane"))
             if len(lanes) != 5:
-                raise ValueError(f"{layout} has {1 << len(lanes)} lanes per warp, not 32")
+                raise LayoutConversionError(f"{layout} has {1 << len(lanes)} lanes per warp, "
+                                            f"not 32")
+            warps = ll.in_dim_size("warp")
+            if self.num_warps is not None and warps != self.num_warps:
+                raise LayoutConversionError(f"{layout} spreads over {warps} warps but the "
+                                            f"kernel has {self.num_warps}")
             return self._id_term(b, self.tid, lanes + list(ll.bases("warp")), dim)
         return self._cached(("linear", layout, shape, dim), make)
 

@@ -240,3 +240,9 @@ def test_reference_ttgir_layouts_convert():
                 assert to_linear_layout(enc, (128, 64)).is_invertible()
             seen += 1
     assert seen >= 5
+
+
+def test_nvmma_shared_round_trips_as_triton_writes_it():
+    text = "#ttg.nvmma_shared<{swizzlingByteWidth = 64, transposed = true, elementBitWidth = 16}>"
+    enc = Parser(text).encoding_ref()
+    assert enc == NVMMASharedEncoding(64, True, 16) and str(enc) == text

@@ -164,3 +164,12 @@ def test_reduce_on_each_axis(name, axis):
     out = np.zeros(m if axis == 1 else n, np.float32)
     memory = run_kernel(kernel, (1,), [x, out])
     np.testing.assert_array_equal(memory.read(1, out), x.sum(axis=axis))
+
+
+def test_layout_with_other_warp_count_is_a_lowering_error():
+    from compiler.codegen.lowering import LoweringError
+    layout = ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 2], "
+              "instrShape = [16, 16, 16]}>")
+    with pytest.raises(LoweringError, match="spreads over 8 warps but the kernel has 4"):
+        lower_module(parse_module(_reduce_kernel(layout, 64, 32, 1)),
+                     LoweringOptions(optimize=False))
