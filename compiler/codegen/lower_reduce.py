@@ -5,8 +5,10 @@ memory with barriers. The combine region is inlined at each step (multi-operand 
 argmax combine tuples). Only lane and warp bits that map to distinct elements take part, so
 tensors smaller than the layout's tile are not counted twice.
 
-Reductions work on any distributed layout from its linear layout (`LinearAxis`); scans still
-use the blocked-rooted geometry (`AxisGeometry`, RegisterSlot chunks).
+Reductions work on any distributed layout from its linear layout (`LinearAxis`). Scans on
+blocked-rooted layouts use their geometry (`AxisGeometry`, RegisterSlot chunks); on any other
+layout (mma accumulators and operands, `#ttg.linear`) they double over the bits of the axis
+coordinate, whichever of register, lane or warp owns each (`_lower_scan_linear`).
 """
 from __future__ import annotations
 
@@ -279,6 +281,8 @@ def lower_scan(ctx, op):
     region = op.regions[0]
     t: TensorType = op.operands[0].type
     layout, shape = t.encoding, t.shape
+    if not layouts.has_slot_model(layout) or layouts.is_mma_family(layout):
+        return _lower_scan_linear(ctx, op, region, layout, tuple(shape), axis, reverse)
     geo = AxisGeometry(ctx, layout, shape, axis)
     inputs = [ctx.get(v) for v in op.operands]
     b = ctx.builder
@@ -328,6 +332,112 @@ def lower_scan(ctx, op):
     _fill_duplicates(layout, shape, out)
     for result, values in zip(op.results, out):
         ctx.set(result, values)
+
+
+def _scan_levels(op, layout, ll, shape, axis) -> list:
+    """For each bit of the axis coordinate, low to high: (input dim, bit) of the one register,
+    lane or warp basis that sets it."""
+    owner: dict = {}
+    span = _Span()
+    for in_dim in ("register", "lane", "warp"):
+        for i, vec in enumerate(ll.bases(in_dim)):
+            v = vec[axis]
+            if not v:
+                continue
+            if any(x for d, x in enumerate(vec) if d != axis) or v & (v - 1):
+                raise LoweringError(f"{op.name}: layout {layout} has a basis {list(vec)} that "
+                                    f"is not one step along axis {axis}")
+            if span.add(v):
+                owner[v.bit_length() - 1] = (in_dim, i)
+    bits = shape[axis].bit_length() - 1
+    if sorted(owner) != list(range(bits)):
+        raise LoweringError(f"{op.name}: layout {layout} does not cover axis {axis} bit by bit")
+    return [owner[k] for k in range(bits)]
+
+
+def _lower_scan_linear(ctx, op, region, layout, shape: tuple, axis: int, reverse: bool):
+    """tt.scan on any layout from its linear layout, by recursive doubling over the bits of the
+    axis coordinate, low to high: after bit k every element holds the scan of its aligned block
+    of 2**(k+1) elements (prefix) and the block's total; the partner block's total comes from
+    another register, a lane (shuffle) or a warp (shared memory), whichever owns bit k."""
+    ll = to_linear_layout(layout, shape)
+    levels = _scan_levels(op, layout, ll, shape, axis)
+    b = ctx.builder
+    inputs = [ctx.get(v) for v in op.operands]
+    coords = [tuple(c) for c in layouts.thread_elements(layout, shape, 0, 0)]
+    index_of: dict = {}
+    for r, c in enumerate(coords):
+        index_of.setdefault(c, r)
+    regs = sorted(set(index_of.values()))
+    total = {r: tuple(values[r] for values in inputs) for r in regs}
+    prefix = dict(total)
+    for in_dim, bit in levels:
+        step = ll.bases(in_dim)[bit]
+        if in_dim == "register":
+            total, prefix = _scan_register_level(ctx, region, coords, index_of, regs, axis, step,
+                                                 reverse, total, prefix)
+            continue
+        id_value = ctx.indexer.lane() if in_dim == "lane" else ctx.indexer.warp()
+        bit_set = b.icmp_unsigned("!=", b.and_(id_value, i32(1 << bit)), i32(0))
+        later = b.not_(bit_set) if reverse else bit_set
+        distinct = list({id(t): t for t in total.values()}.values())
+        if in_dim == "lane":
+            moved = {id(t): tuple(shuffle_xor(b, v, 1 << bit) for v in t) for t in distinct}
+        else:
+            moved = _exchange_with_warp(ctx, distinct, bit)
+        merged = {id(t): _select_tuple(b, later, _combine(ctx, region, moved[id(t)], t),
+                                       _combine(ctx, region, t, moved[id(t)])) for t in distinct}
+        prefix = {r: _select_tuple(b, later, _combine(ctx, region, moved[id(total[r])], p), p)
+                  for r, p in prefix.items()}
+        total = {r: merged[id(t)] for r, t in total.items()}
+    out = [list(values) for values in inputs]
+    for r in regs:
+        for k in range(len(out)):
+            out[k][r] = prefix[r][k]
+    _fill_duplicates(layout, shape, out)
+    for result, values in zip(op.results, out):
+        ctx.set(result, values)
+
+
+def _scan_register_level(ctx, region, coords, index_of, regs, axis, step, reverse, total,
+                         prefix):
+    """One doubling step whose partner block lives in the same thread's registers."""
+    new_total, new_prefix = {}, {}
+    for r in regs:
+        if r in new_total:
+            continue
+        partner = index_of[tuple(c ^ s for c, s in zip(coords[r], step))]
+        upper = bool(coords[r][axis] & step[axis])
+        first, second = (partner, r) if upper != reverse else (r, partner)
+        merged = _combine(ctx, region, total[first], total[second])
+        new_total[first] = new_total[second] = merged
+        new_prefix[first] = prefix[first]
+        new_prefix[second] = _combine(ctx, region, total[first], prefix[second])
+    return new_total, new_prefix
+
+
+def _exchange_with_warp(ctx, values: list, bit: int) -> dict:
+    """{id(value tuple): the same tuple as held by warp `warp ^ (1 << bit)` (same lane)},
+    through the op's scratch area, fenced by barriers on both sides."""
+    b = ctx.builder
+    lane, warp = ctx.indexer.lane(), ctx.indexer.warp()
+    count = len(values)
+    width = len(values[0])
+    bases = [ctx.scratch(ctx.num_warps * 32 * count * 8, k * ctx.num_warps * 32 * count * 8)
+             for k in range(width)]
+    mine = b.mul(b.add(b.mul(warp, i32(32)), lane), i32(count))
+    other_warp = b.xor(warp, i32(1 << bit))
+    theirs = b.mul(b.add(b.mul(other_warp, i32(32)), lane), i32(count))
+    barrier(b)
+    for i, t in enumerate(values):
+        for base, v in zip(bases, t):
+            shared_store(ctx, base, b.add(mine, i32(i)), v)
+    barrier(b)
+    out = {}
+    for i, t in enumerate(values):
+        out[id(t)] = tuple(shared_load(ctx, base, b.add(theirs, i32(i)), v.type)
+                           for base, v in zip(bases, t))
+    return out
 
 
 def _lane_broadcast_last(ctx, geo, total, reverse):

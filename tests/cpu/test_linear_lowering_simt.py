@@ -127,31 +127,39 @@ REDUCE_LAYOUTS = {
 }
 
 
-def _reduce_kernel(layout: str, m: int, n: int, axis: int) -> str:
-    keep, other = (m, 1) if axis == 1 else (n, 0)
+def _loaded(layout: str, m: int, n: int, extra_aliases: str, name: str, body: str) -> str:
+    """A one-CTA, 4-warp kernel @name(%x, %out) that loads the row-major [m, n] f32 tile %x
+    into %v in `layout` (alias #l), then runs `body`."""
     t = f"tensor<{m}x{n}xf32, #l>"
     return textwrap.dedent(f"""
     #b = {BLOCKED}
     #b0 = #ttg.slice<{{dim = 0, parent = #b}}>
     #b1 = #ttg.slice<{{dim = 1, parent = #b}}>
     #l = {layout}
-    #r = #ttg.slice<{{dim = {axis}, parent = #l}}>
+    {extra_aliases}
     module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
-      tt.func public @red(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) {{
+      tt.func public @{name}(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) {{
         {_offsets("b", "b", m, n)}
         %xs = tt.splat %x : !tt.ptr<f32> -> tensor<{m}x{n}x!tt.ptr<f32>, #b>
         %xp = tt.addptr %xs, %boff : tensor<{m}x{n}x!tt.ptr<f32>, #b>, tensor<{m}x{n}xi32, #b>
         %xb = tt.load %xp : tensor<{m}x{n}x!tt.ptr<f32>, #b>
         %v = ttg.convert_layout %xb : tensor<{m}x{n}xf32, #b> -> {t}
-        {_reduce("s", "v", axis, "arith.addf", t, f"tensor<{keep}xf32, #r>")}
-        %i = tt.make_range {{end = {keep} : i32, start = 0 : i32}} : tensor<{keep}xi32, #r>
-        %os = tt.splat %out : !tt.ptr<f32> -> tensor<{keep}x!tt.ptr<f32>, #r>
-        %op = tt.addptr %os, %i : tensor<{keep}x!tt.ptr<f32>, #r>, tensor<{keep}xi32, #r>
-        tt.store %op, %s : tensor<{keep}x!tt.ptr<f32>, #r>
+        {body}
         tt.return
       }}
     }}
     """)
+
+
+def _reduce_kernel(layout: str, m: int, n: int, axis: int) -> str:
+    keep = m if axis == 1 else n
+    t = f"tensor<{m}x{n}xf32, #l>"
+    body = f"""{_reduce("s", "v", axis, "arith.addf", t, f"tensor<{keep}xf32, #r>")}
+        %i = tt.make_range {{end = {keep} : i32, start = 0 : i32}} : tensor<{keep}xi32, #r>
+        %os = tt.splat %out : !tt.ptr<f32> -> tensor<{keep}x!tt.ptr<f32>, #r>
+        %op = tt.addptr %os, %i : tensor<{keep}x!tt.ptr<f32>, #r>, tensor<{keep}xi32, #r>
+        tt.store %op, %s : tensor<{keep}x!tt.ptr<f32>, #r>"""
+    return _loaded(layout, m, n, f"#r = #ttg.slice<{{dim = {axis}, parent = #l}}>", "red", body)
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -173,3 +181,53 @@ def test_layout_with_other_warp_count_is_a_lowering_error():
     with pytest.raises(LoweringError, match="spreads over 8 warps but the kernel has 4"):
         lower_module(parse_module(_reduce_kernel(layout, 64, 32, 1)),
                      LoweringOptions(optimize=False))
+
+
+def _scan_kernel(layout: str, m: int, n: int, axis: int, reverse: bool, combine: str) -> str:
+    t = f"tensor<{m}x{n}xf32, #l>"
+    body = f"""%s = "tt.scan"(%v) <{{axis = {axis} : i32, reverse = {str(reverse).lower()}}}> ({{
+        ^bb0(%a: f32, %c: f32):
+          %t = {combine} %a, %c : f32
+          tt.scan.return %t : f32
+        }}) : ({t}) -> {t}
+        %back = ttg.convert_layout %s : {t} -> tensor<{m}x{n}xf32, #b>
+        %os = tt.splat %out : !tt.ptr<f32> -> tensor<{m}x{n}x!tt.ptr<f32>, #b>
+        %op = tt.addptr %os, %boff : tensor<{m}x{n}x!tt.ptr<f32>, #b>, tensor<{m}x{n}xi32, #b>
+        tt.store %op, %back : tensor<{m}x{n}x!tt.ptr<f32>, #b>"""
+    return _loaded(layout, m, n, "", "scan", body)
+
+
+SCAN_LAYOUTS = {k: REDUCE_LAYOUTS[k] for k in ("mma_v2", "mma_v3_n16", "dot_a_v2")}
+SCAN_LAYOUTS["linear"] = MMAS["linear"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("name", list(SCAN_LAYOUTS))
+def test_scan_on_each_axis(name, axis, reverse):
+    layout, m, n = SCAN_LAYOUTS[name]
+    text = _scan_kernel(layout, m, n, axis, reverse, "arith.addf")
+    kernel = lower_module(parse_module(text), LoweringOptions(optimize=False))
+    x = np.random.default_rng(axis).integers(-8, 8, (m, n)).astype(np.float32)
+    out = np.zeros_like(x)
+    memory = run_kernel(kernel, (1,), [x, out])
+    flip = (lambda a: np.flip(a, axis)) if reverse else (lambda a: a)
+    np.testing.assert_array_equal(memory.read(1, out), flip(np.cumsum(flip(x), axis=axis)))
+
+
+def test_scan_keeps_the_combine_order():
+    # a non-commutative combine, "keep the earlier operand": every element's scan is the first
+    # element in scan order, only if each combine gets (earlier, later) in that order
+    layout, m, n = REDUCE_LAYOUTS["mma_v3_n16"]
+    for axis in (0, 1):
+        for reverse in (False, True):
+            text = _scan_kernel(layout, m, n, axis, reverse, "arith.addf")
+            text = text.replace("%t = arith.addf %a, %c : f32",
+                                "%true = arith.constant true : i1\n"
+                                "          %t = arith.select %true, %a, %c : f32")
+            kernel = lower_module(parse_module(text), LoweringOptions(optimize=False))
+            x = np.random.default_rng(3).standard_normal((m, n)).astype(np.float32)
+            out = np.zeros_like(x)
+            first = np.take(x, [-1 if reverse else 0], axis=axis)
+            np.testing.assert_array_equal(run_kernel(kernel, (1,), [x, out]).read(1, out),
+                                          np.broadcast_to(first, x.shape))
