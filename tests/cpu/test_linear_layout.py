@@ -156,3 +156,19 @@ def test_table_lists_bases():
     assert text.splitlines()[0].split() == ["in", "bit", "dim0(2)", "dim1(2)"]
     assert [line.split() for line in text.splitlines()[1:]] == [
         ["register", "0", "0", "1"], ["lane", "0", "1", "0"]]
+
+
+def test_small_constructors_and_edits():
+    s = LinearLayout.strided_1d(4, 2, "lane", "dim0")
+    assert [s.apply(lane=i)["dim0"] for i in range(4)] == [0, 2, 4, 6]
+    assert s.out_dim_size("dim0") == 8 and not s.is_surjective() and s.is_injective()
+    z = LinearLayout.zeros_1d(4, "warp", "dim0")
+    assert z.zero_bases("warp") == [0, 1] and z.free_variable_masks() == {"warp": 0b11}
+    r = LinearLayout.identity_1d(8, "register", "dim0").resize_in("register", 2)
+    assert r.bases("register") == ((1,),)
+    w = r.with_bases("register", [2, 1])
+    assert w.apply(register=1) == {"dim0": 2} and w.equal_ignoring_out_sizes(
+        LinearLayout({"register": [2, 1]}, {"dim0": 4}))
+    assert w != LinearLayout({"register": [2, 1]}, {"dim0": 4})
+    with pytest.raises(ValueError, match="not bijective"):
+        s.invert()
