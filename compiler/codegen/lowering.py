@@ -16,6 +16,7 @@ import compiler.dialects.math  # noqa: F401
 import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
+from compiler.analysis.layout_to_linear import LayoutConversionError
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
 from compiler.ir.types import PointerType, TensorType, shape_of
@@ -90,7 +91,7 @@ class LoweringContext:
         terminator = self.prologue.branch(body)
         self.prologue.position_before(terminator)
         self.builder = ir.IRBuilder(body)
-        self.indexer = LayoutIndexer(self.prologue)
+        self.indexer = LayoutIndexer(self.prologue, num_warps)
         self.shared_bytes = 0
         self._smem = None
         self.local_offsets: dict[int, int] = {}
@@ -176,6 +177,9 @@ class LoweringContext:
             self.prologue.debug_metadata = loc
         try:
             fn(self, op)
+        except LayoutConversionError as err:
+            raise LoweringError(f"{op.name} (ttgir line {self.lines.get(id(op), '?')}): "
+                                f"{err}") from None
         finally:
             # ops nested in a region (a combine function) hand the location back to their parent
             self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata = saved
