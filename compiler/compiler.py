@@ -23,7 +23,7 @@ from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module, print_module_with_lines
 from compiler.ir.verifier import verify_module
-from compiler.trace import CompileTrace
+from compiler.trace import CompileTrace, encode_constexpr, encode_options
 
 #: The backend the driver compiles for (its options class is `CompileOptions`' base).
 BACKEND = "nvidia"
@@ -328,11 +328,10 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                          specialization={"signature": dict(src.signature),
                                          "constexprs": {k: repr(v) for k, v in
                                                         src.constexprs.items()},
+                                         "constexprs_json": {k: encode_constexpr(v) for k, v
+                                                             in src.constexprs.items()},
                                          "attrs": dict(getattr(src, "attrs", {}) or {}),
-                                         "options": {"num_warps": opts.num_warps,
-                                                     "num_stages": opts.num_stages,
-                                                     "arch": opts.arch,
-                                                     "pipelines": dict(opts.pipelines)}})
+                                         "options": encode_options(opts)})
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
     module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),

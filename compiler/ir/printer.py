@@ -246,6 +246,13 @@ def print_module(module: Module) -> str:
 
 def print_module_with_lines(module: Module) -> tuple[str, dict]:
     """The module's text and, for every op in it, its 1-based line: `{id(op): line}`."""
+    text, op_lines, _ = print_module_with_printer(module)
+    return text, op_lines
+
+
+def print_module_with_printer(module: Module) -> tuple[str, dict, "Printer"]:
+    """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
+    tools that record what the text shows as data."""
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -261,7 +268,7 @@ def print_module_with_lines(module: Module) -> tuple[str, dict]:
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [line for _, line in body] + footer) + "\n"
-    return text, op_lines
+    return text, op_lines, p
 
 
 def enc_text(p: Printer, enc) -> str:

@@ -1,7 +1,9 @@
 """The standard instrumentation: fills a `CompileTrace` with one `PassRecord` per pass run.
 
 It prints the module once after each pass (the snapshot, also used to tell whether the pass
-changed anything), counts ops by name, collects the patterns the pass reported, and optionally
+changed anything) and records, from the same print, the snapshot's structure (`ir_structure`:
+every value with its printed name, type, layout and line, every op with its operands and
+results, i.e. the def-use edges, and the layout aliases), counts ops by name, collects the patterns the pass reported, and optionally
 verifies the IR (`verify_each`) and echoes snapshots to a stream (`print_after_all`,
 `print_after_change`, as MLIR's IR printing options do).
 """
@@ -11,7 +13,7 @@ import sys
 from typing import TextIO
 
 from compiler.ir.core import Module, op_count_by_name
-from compiler.ir.printer import print_module
+from compiler.ir.printer import enc_text, print_module, print_module_with_printer
 from compiler.ir.verifier import verify_module
 from compiler.ir.verifier_errors import VerificationError
 from compiler.trace import CompileTrace, PassRecord
@@ -47,6 +49,42 @@ def ir_shape(module: Module) -> list:
     return shape
 
 
+def ir_structure(module: Module) -> tuple[str, dict]:
+    """The module's text and its structure as JSON-able data (the trace's `PassRecord.structure`,
+    format in `compiler.trace.IRStructure`): values `[name, type, layout alias, line, op]`,
+    ops `[name, line, [operand value indices], [result value indices], ends its block]` and
+    `layouts {alias: definition}`, all named as the text names them."""
+    text, op_lines, printer = print_module_with_printer(module)
+    index: dict = {}
+    values: list = []
+
+    def add(value, line: int, op_name: str) -> None:
+        index[id(value)] = len(values)
+        encoding = getattr(value.type, "encoding", None)
+        values.append([printer.value(value), printer.type(value.type),
+                       printer.layout(encoding) if encoding is not None else "", line, op_name])
+
+    ops = list(module.walk())
+    for op in ops:
+        line = op_lines.get(id(op), 0)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    add(arg, line, "arg")
+        for result in op.results:
+            add(result, line, op.name)
+    records = [[op.name, op_lines.get(id(op), 0),
+                [index[id(v)] for v in op.operands if id(v) in index],
+                [index[id(r)] for r in op.results], _ends_block(op)] for op in ops]
+    layouts = {alias: enc_text(printer, enc) for enc, alias in printer.layout_aliases.items()}
+    return text, {"values": values, "ops": records, "layouts": layouts}
+
+
+def _ends_block(op) -> bool:
+    """Whether `op` is the last op of its block (where a block's terminator stands)."""
+    return op.parent is not None and bool(op.parent.ops) and op.parent.ops[-1] is op
+
+
 class TraceInstrumentation(PassInstrumentation):
     """Records every pass run into `trace.passes` (and the stage input into `stage_inputs`).
 
@@ -70,10 +108,16 @@ class TraceInstrumentation(PassInstrumentation):
         self._last_text = ""
         self._last_counts: dict = {}
         self._last_shape: list | None = None
+        self._last_structure: dict = {}
+
+    def _snapshot(self, module: Module) -> str:
+        """Print the module and keep its structure (for the next record)."""
+        text, self._last_structure = ir_structure(module)
+        return text
 
     def before_pipeline(self, stage: str, module: Module) -> None:
         self._last_counts = op_count_by_name(module)
-        self._last_text = print_module(module) if self.snapshots else ""
+        self._last_text = self._snapshot(module) if self.snapshots else ""
         self._last_shape = ir_shape(module) if self.snapshots else None
         self.trace.stage_inputs[stage] = self._last_text
 
@@ -95,10 +139,11 @@ class TraceInstrumentation(PassInstrumentation):
             if shape == self._last_shape:          # nothing the printer reads has changed
                 text = self._last_text
             else:
-                text = print_module(module)
+                text = self._snapshot(module)
                 self._last_shape = shape
             record.changed = text != self._last_text
             record.ir_after = text
+            record.structure = self._last_structure
             self._last_text = text
         else:
             record.changed = counts != self._last_counts or bool(record.patterns)

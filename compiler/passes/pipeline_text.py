@@ -6,7 +6,8 @@
     option     := key "=" value
     stage_spec := stage "=" pipeline          (`--passes ttgir=coalesce,cse`)
 
-Names, keys and values are `[A-Za-z0-9_.-]+`. This module only reads the text (into `PassSpec`s
+Names and keys are `[A-Za-z0-9_.-]+`; a value is any run of characters other than blanks,
+`,`, `{`, `}` and `=` (so `target=cuda:90` reads). This module only reads the text (into `PassSpec`s
 with the column of every name and option); the pass manager binds names to registered passes
 and option texts to typed values. Every error is a `PipelineError` that knows its column and
 prints the text with a caret under it.
@@ -17,6 +18,7 @@ import difflib
 from dataclasses import dataclass, field
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_VALUE_STOPS = frozenset(" \t,{}=")
 
 
 class PipelineError(ValueError):
@@ -81,10 +83,11 @@ class _Reader:
         while self.peek() == " " or self.peek() == "\t":
             self.pos += 1
 
-    def word(self, what: str) -> tuple[str, int]:
+    def word(self, what: str, value: bool = False) -> tuple[str, int]:
         self.skip_spaces()
         start = self.pos
-        while self.peek() and self.peek() in _WORD_CHARS:
+        while self.peek() and (self.peek() not in _VALUE_STOPS if value
+                               else self.peek() in _WORD_CHARS):
             self.pos += 1
         if self.pos == start:
             found = f"'{self.peek()}'" if self.peek() else "the end"
@@ -137,7 +140,7 @@ def _read_options(reader: _Reader, spec: PassSpec) -> None:
         if reader.peek() != "=":
             raise reader.error(f"option '{key}' of pass '{spec.name}' needs a value: {key}=...")
         reader.pos += 1
-        value, _ = reader.word(f"a value for option '{key}'")
+        value, _ = reader.word(f"a value for option '{key}'", value=True)
         spec.options.append(OptionSpec(key, value, column))
 
 
