@@ -133,4 +133,4 @@ class LayoutView(Horizontal):
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.trace.kernel_name}.layouts.{kind}"
         path.write_text(to_dot(self.graph) if kind == "dot" else to_graphml(self.graph))
-        self.app.notify(f"wrote {path}")
+        self.app.notify(f"wrote {path}", markup=False)

@@ -19,6 +19,7 @@ from compiler.inspect import (PipelineError, check_pipeline, format_item, format
                               parse_pipeline_text)
 from compiler.trace import CompileTrace
 from explorer.metrics import metric_rows, trace_metrics
+from explorer.views.plain import plain_row
 
 EDITABLE_STAGES = ("ttir", "ttgir")
 
@@ -81,12 +82,12 @@ class PipelineEditor(Horizontal):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="pipeline-left"):
-            yield Static(id="pipeline-title")
+            yield Static(id="pipeline-title", markup=False)
             yield DataTable(id="pipeline-table", cursor_type="row")
             yield Input(placeholder="pass name, e.g. cse or licm{max-depth=2}", id="pipeline-add")
         with Vertical(id="pipeline-right"):
             yield DataTable(id="compare-table", cursor_type="row")
-            yield Static(id="pipeline-status")
+            yield Static(id="pipeline-status", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#pipeline-table", DataTable).add_columns("on", "#", "pass")
@@ -230,7 +231,7 @@ class PipelineEditor(Horizontal):
         a = trace_metrics(self.trace)
         b = trace_metrics(self.result) if self.result else {}
         for row in metric_rows(a, b):
-            table.add_row(*row)
+            table.add_row(*plain_row(*row))
 
     def set_status(self, message: str, error: bool = False) -> None:
         """Show a status line (red for errors)."""
