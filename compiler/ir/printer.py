@@ -31,6 +31,7 @@ class Printer:
         self.loc_order: list[Location] = []
         self.lines: list[tuple] = []         # (op or None, text with region marks)
         self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
+        self.type_texts: dict[int, tuple] = {}   # id(type) -> (type, text)
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -95,6 +96,14 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
+        """A type's text (layouts by alias), computed once per type object per print: the
+        cache holds the type itself, so its id cannot be reused while the printer lives."""
+        cached = self.type_texts.get(id(t))
+        if cached is None:
+            cached = self.type_texts[id(t)] = (t, self._type_text(t))
+        return cached[1]
+
+    def _type_text(self, t: Type) -> str:
         if isinstance(t, TensorType) and t.encoding is not None:
             dims = "".join(f"{d}x" for d in t.shape)
             return f"tensor<{dims}{self.type(t.element)}, {self.layout(t.encoding)}>"

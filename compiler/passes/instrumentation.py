@@ -30,22 +30,29 @@ def ir_shape(module: Module) -> list:
     shape: list = [len(module.attributes), *module.attributes.items(), module.loc]
     add = shape.append
     extend = shape.extend
-    for op in module.walk():
-        extend((op, op.name, op.loc, len(op.operands)))
-        extend(op.operands)
-        add(len(op.results))
-        for r in op.results:
-            extend((r.type, r.name_hint))
-        add(len(op.attributes))
-        extend(op.attributes.items())
-        add(len(op.regions))
-        for region in op.regions:
-            add(len(region.blocks))
-            for block in region.blocks:
-                extend((block, len(block.ops), len(block.args)))
-                for arg in block.args:
-                    extend((arg, arg.type, arg.loc, len(arg.attributes)))
-                    extend(arg.attributes.items())
+
+    def visit(ops) -> None:         # pre-order, as `module.walk()`, without nested generators
+        for op in ops:
+            extend((op, op.name, op.loc, len(op.operands)))
+            extend(op.operands)
+            add(len(op.results))
+            for r in op.results:
+                extend((r.type, r.name_hint))
+            add(len(op.attributes))
+            extend(op.attributes.items())
+            add(len(op.regions))
+            for region in op.regions:
+                add(len(region.blocks))
+                for block in region.blocks:
+                    extend((block, len(block.ops), len(block.args)))
+                    for arg in block.args:
+                        extend((arg, arg.type, arg.loc, len(arg.attributes)))
+                        extend(arg.attributes.items())
+            for region in op.regions:
+                for block in region.blocks:
+                    visit(block.ops)
+
+    visit(module.body.ops)
     return shape
 
 
@@ -55,34 +62,42 @@ def ir_structure(module: Module) -> tuple[str, dict]:
     ops `[name, line, [operand value indices], [result value indices], ends its block]` and
     `layouts {alias: definition}`, all named as the text names them."""
     text, op_lines, printer = print_module_with_printer(module)
+    names = printer.names
     index: dict = {}
     values: list = []
+    ops: list = []
+    typed: dict = {}     # id(type) -> (type, text, layout alias); holding the type keeps its id
 
-    def add(value, line: int, op_name: str) -> None:
-        index[id(value)] = len(values)
-        encoding = getattr(value.type, "encoding", None)
-        values.append([printer.value(value), printer.type(value.type),
-                       printer.layout(encoding) if encoding is not None else "", line, op_name])
+    def add(value, line: int, op_name: str) -> int:
+        type_ = value.type
+        known = typed.get(id(type_))
+        if known is None:
+            encoding = getattr(type_, "encoding", None)
+            known = typed[id(type_)] = (type_, printer.type(type_), "" if encoding is None
+                                        else printer.layout(encoding))
+        number = index[id(value)] = len(values)
+        values.append(["%" + names.get(id(value), "<<UNKNOWN>>"), known[1], known[2], line,
+                       op_name])
+        return number
 
-    ops = list(module.walk())
-    for op in ops:
-        line = op_lines.get(id(op), 0)
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in block.args:
-                    add(arg, line, "arg")
-        for result in op.results:
-            add(result, line, op.name)
-    records = [[op.name, op_lines.get(id(op), 0),
-                [index[id(v)] for v in op.operands if id(v) in index],
-                [index[id(r)] for r in op.results], _ends_block(op)] for op in ops]
+    def visit(block_ops: list) -> None:
+        last = block_ops[-1] if block_ops else None
+        for op in block_ops:
+            line = op_lines.get(id(op), 0)
+            name = op.name
+            used = [index.get(id(v)) for v in op.operands]
+            record = [name, line, [u for u in used if u is not None] if None in used else used,
+                      [add(r, line, name) for r in op.results], op is last]
+            ops.append(record)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        add(arg, line, "arg")
+                    visit(block.ops)
+
+    visit(module.body.ops)
     layouts = {alias: enc_text(printer, enc) for enc, alias in printer.layout_aliases.items()}
-    return text, {"values": values, "ops": records, "layouts": layouts}
-
-
-def _ends_block(op) -> bool:
-    """Whether `op` is the last op of its block (where a block's terminator stands)."""
-    return op.parent is not None and bool(op.parent.ops) and op.parent.ops[-1] is op
+    return text, {"values": values, "ops": ops, "layouts": layouts}
 
 
 class TraceInstrumentation(PassInstrumentation):
@@ -108,7 +123,7 @@ class TraceInstrumentation(PassInstrumentation):
         self._last_text = ""
         self._last_counts: dict = {}
         self._last_shape: list | None = None
-        self._last_structure: dict = {}
+        self._last_structure: dict | None = {}     # None: not built for the last text yet
 
     def _snapshot(self, module: Module) -> str:
         """Print the module and keep its structure (for the next record)."""
@@ -117,7 +132,8 @@ class TraceInstrumentation(PassInstrumentation):
 
     def before_pipeline(self, stage: str, module: Module) -> None:
         self._last_counts = op_count_by_name(module)
-        self._last_text = self._snapshot(module) if self.snapshots else ""
+        self._last_text = print_module(module) if self.snapshots else ""
+        self._last_structure = None    # the stage input's structure is built only if reused
         self._last_shape = ir_shape(module) if self.snapshots else None
         self.trace.stage_inputs[stage] = self._last_text
 
@@ -138,6 +154,8 @@ class TraceInstrumentation(PassInstrumentation):
             shape = ir_shape(module)
             if shape == self._last_shape:          # nothing the printer reads has changed
                 text = self._last_text
+                if self._last_structure is None:
+                    self._snapshot(module)
             else:
                 text = self._snapshot(module)
                 self._last_shape = shape
