@@ -176,7 +176,7 @@ def _finish(args, traces, messages, error, recompiler) -> int:
             print(error, file=sys.stderr)
         _dump(traces, Path(args.dump))
         return 1 if error else 0
-    return _open_app(traces, messages + ([error] if error else []), recompiler)
+    return _open_app(traces, ([error] if error else []) + messages, recompiler)   # error first
 
 
 def compare(argv: list[str]) -> int:

@@ -81,6 +81,25 @@ def test_a_subscript_and_its_caret_are_shown_as_written():
     assert caret.index("^") == "    s = v[i]".index("v[i]")     # under the v, not past the text
 
 
+def test_a_real_subscript_error_reaches_the_app_with_its_caret(tmp_path):
+    from compiler.inspect import run_file
+    script = tmp_path / "sub.py"
+    script.write_text(KERNEL.replace("    offs = tl.arange(0, BLOCK)\n",
+                                     "    offs = tl.arange(0, BLOCK)\n"
+                                     "    s = offs[0]\n"
+                                     "    vals = [o for o in range(2)]\n"))
+    result = run_file(script, interpret=True)
+
+    async def drive():
+        app = ExplorerApp(result.traces, [result.error] + result.messages)
+        async with app.run_test(size=(120, 30)):
+            return _rendered(app, "#kernel-messages")
+    lines = _run(drive()).splitlines()
+    assert lines[0].startswith(f"{script}:10:") and "error" in lines[0]
+    assert lines[1].strip() == "s = offs[0]"          # the source line as written, [0] too
+    assert lines[2].index("^") == lines[1].index("[")
+
+
 def test_notes_are_on_the_kernels_screen():
     async def drive():
         app = ExplorerApp([_trace(notes=["no SASS: neither nvdisasm nor cuobjdump was found"])])
