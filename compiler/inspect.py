@@ -76,11 +76,11 @@ def check_pipeline(text: str) -> list[str]:
 def parse_stage_overrides(items: list[str]) -> dict:
     """`["ttgir=coalesce,cse", ...]` (the command line's `--passes`) -> {stage: pipeline},
     each pipeline checked against the registry; a `PipelineError` naming the item otherwise."""
+    from compiler.passes.manager import bind_spec
     pipelines: dict = {}
     for item in items:
         stage, specs = parse_stage_pipeline(item, PIPELINE_STAGES)
         pipeline = item.partition("=")[2]
-        from compiler.passes.manager import bind_spec
         for spec in specs:
             bind_spec(spec, item)
         if not specs:
@@ -329,7 +329,7 @@ def recompile(trace: CompileTrace, pipelines: dict, kernel=None):
     front end runs again on the recorded signature and JSON constexprs with the recorded
     options; otherwise (a saved trace, an old trace) the trace's ttir is compiled."""
     from compiler.compiler import compile as compile_source
-    for stage, text in pipelines.items():
+    for text in pipelines.values():
         check_pipeline(text)
     options = recorded_options(trace)
     options.pop("pipelines", None)            # the new pipelines replace the recorded ones
