@@ -17,6 +17,22 @@ from compiler.ir.core import Module, Operation
 #: turns the lowering of the record ops on).
 SLOTS_ATTR = "tt.profile.slots"
 
+# The profile buffer's layout, shared by the lowering (compiler.codegen.lower_profile) and the
+# host-side decoder (compiler.profiler.regions).
+#: The kernel global holding the profile buffer's device address.
+PROFILE_GLOBAL = "__tile_profile_buffer"
+#: u64 words before a warp's records (word 0: its record count).
+HEADER_WORDS = 4
+#: u64 words per record: tag, program, globaltimer, clock64.
+RECORD_WORDS = 4
+#: Bit positions of the kind and the warp in a record's tag word.
+KIND_SHIFT, WARP_SHIFT = 32, 40
+
+
+def block_words(slots: int) -> int:
+    """u64 words one warp's block takes."""
+    return HEADER_WORDS + RECORD_WORDS * slots
+
 
 @dataclass
 class Region:

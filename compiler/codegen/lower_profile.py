@@ -1,13 +1,14 @@
 """Lowering of the region-record ops (`tt.profile_enter` / `tt.profile_exit`) and the layout
 of the profile buffer they write, which the host side (`compiler.profiler.regions`) decodes.
 
-The kernel finds the buffer through the global `PROFILE_GLOBAL` (a u64 holding its device
+The buffer's layout (constants in `compiler.analysis.profile_regions`, which the host side
+reads too). The kernel finds the buffer through the global `PROFILE_GLOBAL` (a u64 holding its device
 address, set by the profiler's launcher with `cuModuleGetGlobal`; 0 means "no buffer", and
 then nothing is stored). Each warp of each program owns one block of `block_words(slots)`
 u64 words: `HEADER_WORDS` of header (word 0: how many records the warp made, stored or not)
 and `slots` records of `RECORD_WORDS`: the tag (region | kind << 32 | warp << 40), the
-program's linear id, `%globaltimer` (ns) and `%clock64` (cycles). Lane 0 of each warp reads
-the clocks and stores; a warp's record count lives in a register, so a record costs two
+program's linear id, `%globaltimer` (ns) and `%clock64` (cycles). Every lane reads the clocks
+and counts the warp's records in a register; lane 0 stores, so a record costs two
 special-register reads and five stores, and a record past `slots` is counted, never stored.
 Without the `instrument-regions` pass's `tt.profile.slots` module attribute the ops lower to
 nothing (user scopes cost nothing unless the kernel is instrumented).
@@ -16,26 +17,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from compiler.analysis.profile_regions import SLOTS_ATTR
+from compiler.analysis.profile_regions import (HEADER_WORDS, KIND_SHIFT, PROFILE_GLOBAL,
+                                               RECORD_WORDS, SLOTS_ATTR, WARP_SHIFT,
+                                               block_words)
 from compiler.dialects import tt
 
 from .llvm_helpers import GLOBAL_PTR, I32, I64, inline_ptx, special_register
 from .registry import lowers
-
-#: The kernel global holding the profile buffer's device address.
-PROFILE_GLOBAL = "__tile_profile_buffer"
-#: u64 words before a warp's records (word 0: its record count).
-HEADER_WORDS = 4
-#: u64 words per record: tag, program, globaltimer, clock64.
-RECORD_WORDS = 4
-#: Bit positions of the kind and the warp in a record's tag word.
-KIND_SHIFT, WARP_SHIFT = 32, 40
-
-
-def block_words(slots: int) -> int:
-    """u64 words one warp's block takes."""
-    return HEADER_WORDS + RECORD_WORDS * slots
-
 
 class _WarpState:
     """What the kernel computes once (in the entry block) for its records: this warp's block
@@ -92,13 +80,14 @@ def lower_profile_record(ctx, op):
     timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
     cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
     tag = b.or_(state.warp_tag, ir.Constant(I64, op.region | op.kind << KIND_SHIFT))
+    count = b.load(state.count)                   # every lane counts; lane 0 stores
+    after = b.add(count, ir.Constant(I32, 1))
+    b.store(after, state.count)
+    room = b.icmp_unsigned("<", count, ir.Constant(I32, state.slots))
+    with b.if_then(b.and_(state.stores, room)):
+        first = b.add(ir.Constant(I64, HEADER_WORDS),
+                      b.mul(b.zext(count, I64), ir.Constant(I64, RECORD_WORDS)))
+        for offset, value in enumerate((tag, state.program, timer, cycles)):
+            b.store(value, state.word(b, b.add(first, ir.Constant(I64, offset))))
     with b.if_then(state.stores):
-        count = b.load(state.count)
-        with b.if_then(b.icmp_unsigned("<", count, ir.Constant(I32, state.slots))):
-            first = b.add(ir.Constant(I64, HEADER_WORDS),
-                          b.mul(b.zext(count, I64), ir.Constant(I64, RECORD_WORDS)))
-            for offset, value in enumerate((tag, state.program, timer, cycles)):
-                b.store(value, state.word(b, b.add(first, ir.Constant(I64, offset))))
-        after = b.add(count, ir.Constant(I32, 1))
-        b.store(after, state.count)
         b.store(b.zext(after, I64), state.word(b, ir.Constant(I64, 0)))

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from compiler.analysis.profile_regions import region_table, region_table_of_text
-from compiler.codegen.lower_profile import PROFILE_GLOBAL, RECORD_WORDS, block_words
+from compiler.analysis.profile_regions import PROFILE_GLOBAL, RECORD_WORDS, block_words
 from compiler.profiler.regions import Decoded, decode_buffer, decode_interpreter
 
 #: The pass the mode appends to the ttgir pipeline.

@@ -15,7 +15,7 @@ from statistics import median
 
 import numpy as np
 
-from compiler.codegen.lower_profile import (HEADER_WORDS, KIND_SHIFT, RECORD_WORDS, WARP_SHIFT,
+from compiler.analysis.profile_regions import (HEADER_WORDS, KIND_SHIFT, RECORD_WORDS, WARP_SHIFT,
                                             block_words)
 
 #: Kinds of record.
