@@ -128,29 +128,33 @@ class GpuVariant(_Variant):
         self._global = _module_global(loaded.loaded.module, PROFILE_GLOBAL)
         self._buffer = None
 
-    def _buffer_for(self, words: int):
-        """A device buffer of at least `words` u64 words, zeroed, its address in the
-        kernel's global."""
+    def arm(self, grid) -> tuple:
+        """Get the buffer ready for a launch over `grid`: at least the words it needs,
+        zeroed, its address in the kernel's global; (programs, words)."""
         from compiler.runtime import driver
         from compiler.runtime.device_array import DeviceArray
+        from compiler.runtime.grid import grid_dims
+        programs = math.prod(grid_dims(grid))
+        words = programs * self.num_warps * block_words(self.slots)
         if self._buffer is None or self._buffer.shape[0] < words:
             self._buffer = DeviceArray.empty((words,), np.uint64)
             address = np.array([self._buffer.data_ptr()], dtype=np.uint64)
             driver.memcpy_htod(self._global, address.ctypes.data, 8)
         driver.memset_d8(self._buffer.data_ptr(), 0, words * 8)
-        return self._buffer
+        return programs, words
+
+    def launch_only(self, grid, args, stream=None) -> None:
+        """Launch on the armed buffer, without waiting or reading it (for timing)."""
+        self._launch(grid, args, stream)
 
     def launch(self, grid, args, stream=None):
         """Launch with a fresh buffer, wait for the kernel and decode its records."""
         from compiler.runtime import driver
-        from compiler.runtime.grid import grid_dims
-        programs = math.prod(grid_dims(grid))
-        words = programs * self.num_warps * block_words(self.slots)
-        buffer = self._buffer_for(words)
+        programs, words = self.arm(grid)
         self._launch(grid, args, stream)
         driver.synchronize()
         host = np.empty(words, dtype=np.uint64)
-        driver.memcpy_dtoh(host.ctypes.data, buffer.data_ptr(), words * 8)
+        driver.memcpy_dtoh(host.ctypes.data, self._buffer.data_ptr(), words * 8)
         self.last = decode_buffer(host, programs, self.num_warps, self.slots)
 
 
@@ -180,3 +184,23 @@ class Instrumentation:
                     else GpuVariant(entry, jit, self.text))
             known = self._variants[id(entry)] = (entry, made)
         return known[1]
+
+
+def measure_overhead(kernel, grid, *args, mode: str = "instrumentation", **kwargs) -> dict:
+    """The instrumentation's cost on one GPU kernel: `do_bench` medians of the plain kernel
+    and of its instrumented variant (launches only; buffer set-up and read-back excluded),
+    in ms, and the ratio. The kernel runs many times, so it must tolerate that."""
+    from compiler.testing import do_bench
+    jit = kernel.jit_function
+    plain_ms = do_bench(lambda: kernel[grid](*args, **kwargs), return_mode="median")
+    bound, key, _interpret, _stream, _unknown = jit._binder(*args, **kwargs)
+    entry = jit._gpu_cache[key]
+    text = pass_text(mode)
+    variant = Instrumentation(text).variant(entry, jit)
+    launch_args = entry.runtime_args(bound)
+    variant.arm(grid)
+    instrumented_ms = do_bench(lambda: variant.launch_only(grid, launch_args),
+                               return_mode="median")
+    return {"plain_ms": plain_ms, "instrumented_ms": instrumented_ms,
+            "overhead": instrumented_ms / plain_ms, "pass": text}
+
