@@ -170,9 +170,11 @@ def warp_events(decoded: Decoded, table: list, origin_ns: int | None = None) -> 
 
 def region_metrics(info: dict, source: str) -> dict:
     """The numbers a region's node in the profile tree adds per launch: executions, total
-    time (ns; the interpreter's is wall clock) and, from the GPU, total cycles."""
+    time (ns; the interpreter's is wall clock) and, from the GPU, total cycles. None is named
+    like the kernels' `count` or time, so a kernel's inclusive launches and time stay its
+    own (`tile-explore prof -m cycles,region_executions` shows them)."""
     time_key = "region time (ns)" if source == "gpu" else "region time (wall, interpreter)"
-    metrics = {"count": info["count"], time_key: info["ns"]["total"]}
+    metrics = {"region_executions": info["count"], time_key: info["ns"]["total"]}
     if "cycles" in info:
         metrics["cycles"] = info["cycles"]["total"]
     return metrics

@@ -287,16 +287,27 @@ def test_instrumentation_mode_puts_interpreter_regions_under_the_kernel(tmp_path
     kernel = next(iter(profile.root.children["fwd"].children.values()))
     regions = {name: node for name, node in kernel.children.items()}
     assert {n.kind for n in regions.values()} == {"region"}
-    assert regions["load"].metrics["count"] == 2 * 5
-    assert regions[BODY].metrics["count"] == 2 * 5
-    assert regions["kernel"].metrics["count"] == 2
+    assert regions["load"].metrics["region_executions"] == 2 * 5
+    assert regions[BODY].metrics["region_executions"] == 2 * 5
+    assert regions["kernel"].metrics["region_executions"] == 2
     wall = "region time (wall, interpreter)"
     assert regions["kernel"].metrics[wall] >= regions[BODY].metrics[wall] > 0
     assert regions["load"].attributes["python_lines"] == [f"{__file__}:{LOAD}"]
     assert profile.metadata["instrumentation"]["time_source"] == "interpreter"
+    from compiler.profiler.export import write_profile
+    from compiler.profiler.viewer import load, render
+    hatchet_path = write_profile(profile, tmp_path / "regions", "hatchet")
+    text = render(load(hatchet_path)[0], metrics=("time/ms", "count", "region_executions"))
+    assert f"{BODY}" in text and "load" in text
+    hatchet = pytest.importorskip("hatchet")
+    graph = hatchet.GraphFrame.from_literal(json.loads(hatchet_path.read_text())[:1])
+    frame = graph.dataframe
+    assert int(frame[frame["name"] == "load"]["region_executions"].iloc[0]) == 10
     trace_path, = proton.finalize(session, "chrome_trace")
     events = json.loads(trace_path.read_text())["traceEvents"]
     assert {e["name"] for e in events if e.get("cat") == "region"} >= {"load", "kernel"}
+    assert {e["args"]["name"] for e in events if e.get("ph") == "M" and e["pid"] == 1
+            and e["name"] == "thread_name"} == {"program 0 warp 0", "program 1 warp 0"}
 
 
 def test_mode_off_runs_the_plain_kernel_and_bad_modes_are_refused():
@@ -322,3 +333,27 @@ def test_trace_regions_field_round_trips_and_old_traces_load():
     old = json.loads(trace.to_json())
     del old["regions"]
     assert CompileTrace.from_dict(old).regions == []
+
+
+# ---- front-end errors --------------------------------------------------------------------------
+@compiler.jit
+def unnamed_scope(x):
+    with tl.profile(3):
+        pass
+
+
+@compiler.jit
+def bound_scope(x):
+    with tl.profile("a") as p:  # noqa: F841
+        pass
+
+
+@pytest.mark.parametrize("kernel, message, col", [
+    (unnamed_scope, "a profile scope needs a constant, non-empty string name, got 3", 9),
+    (bound_scope, "`with` blocks are not supported in kernels, except", 4)])
+def test_scope_errors_point_at_the_with(kernel, message, col):
+    from compiler.frontend.errors import CompilationError
+    with pytest.raises(CompilationError) as info:
+        ASTSource(kernel, {"x": "*fp32"}, {}, {}).make_ttir({"num_warps": 4})
+    assert message in str(info.value) and info.value.col == col
+    assert info.value.line == _line("with tl.profile(3)" if col == 9 else 'as p:')

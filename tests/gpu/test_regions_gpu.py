@@ -57,7 +57,7 @@ def test_loop_regions_add_up_to_the_kernel(tmp_path):
     body = next(node for name, node in regions.items() if name.endswith("body"))
     whole = regions["kernel"]
     assert profile.metadata["instrumentation"]["lost_records"] == 0
-    assert body.metrics["count"] == PROGRAMS * WARPS * ITERS
+    assert body.metrics["region_executions"] == PROGRAMS * WARPS * ITERS
     assert whole.attributes["warps"] == PROGRAMS * WARPS
     loop_cycles = body.attributes["cycles"]["median"]        # per warp, all iterations
     kernel_cycles = whole.attributes["cycles"]["median"]
@@ -65,7 +65,7 @@ def test_loop_regions_add_up_to_the_kernel(tmp_path):
           f"({loop_cycles / kernel_cycles:.1%}) per warp, median over "
           f"{whole.attributes['warps']} warps")
     assert 0.9 * kernel_cycles <= loop_cycles <= kernel_cycles
-    assert regions["store"].metrics["count"] == PROGRAMS * WARPS
+    assert regions["store"].metrics["region_executions"] == PROGRAMS * WARPS
     assert whole.attributes["ns"]["median"] > 0
 
 
