@@ -10,6 +10,7 @@ from compiler.ir.traits import MemoryRead, MemoryWrite, ReturnLike
 from compiler.ir.types import IntegerType
 
 from .base import Option, Pass, PassContext, register_pass
+from .requirements import TTGIR
 
 #: Values of the `loops` option: time each iteration's body, each whole loop, or no loop.
 LOOP_MODES = ("body", "whole", "none")
@@ -80,6 +81,7 @@ class InstrumentRegions(Pass):
 
     name = "instrument-regions"
     stage = "ttgir"
+    requires = TTGIR          # in a pipeline; the interpreter's variant runs it on ttir directly
     options_spec = (
         Option("loops", str, "body", "time each loop's body per iteration (body), each whole "
                                      "loop (whole) or no loop (none)"),

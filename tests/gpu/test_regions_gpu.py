@@ -23,7 +23,8 @@ MODE = "instrumentation:slots=512"
 
 @compiler.jit
 def heavy_loop(out, iters, BLOCK: tl.constexpr):
-    """Each iteration is a 256-deep dependent FMA chain (~1000 cycles), so the body dominates the loop."""
+    """Each iteration is a 256-deep dependent FMA chain (~1000 cycles): the body dominates
+    the loop."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     acc = offs.to(tl.float32)
     for _ in range(iters):
