@@ -98,17 +98,22 @@ def _amount(value: float, unit: str) -> str:
 
 
 def render_heat(lines: list, heat: dict) -> list:
-    """Copies of `lines` (rich Text, one per 1-based line) with each hot line's background
-    set by its share and a trailing label `◀ 42% loop L12 body (3.1M cycles)`."""
+    """Copies of `lines` (rich Text, one per 1-based line) behind a 5-column heat gutter (the
+    line's share of the kernel's time on its colour; blank on lines no region covers) and,
+    on hot lines, a trailing label `◀ loop L12 body (3.1M cycles)`."""
     out = []
     for number, line in enumerate(lines, 1):
         text = line.copy() if isinstance(line, Text) else Text(str(line))
         mark = heat.get(number)
-        if mark is not None:
-            text.stylize(f"on {heat_color(mark.share)}")
-            text.append(f"  ◀ {mark.share:.0%} {mark.region} ({_amount(mark.value, mark.unit)})",
-                        style="bold #f0e68c")
-        out.append(text)
+        row = Text()
+        if mark is None:
+            row.append("     ")
+        else:
+            row.append(f"{mark.share:>4.0%} ", style=f"bold #f0e68c on {heat_color(mark.share)}")
+            text.append(f"  ◀ {mark.region} ({_amount(mark.value, mark.unit)})",
+                        style="#f0e68c")
+        row.append_text(text)
+        out.append(row)
     return out
 
 

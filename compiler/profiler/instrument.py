@@ -18,8 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from compiler.analysis.profile_regions import region_table, region_table_of_text
-from compiler.analysis.profile_regions import PROFILE_GLOBAL, RECORD_WORDS, block_words
+from compiler.analysis.profile_regions import (PROFILE_GLOBAL, RECORD_WORDS, block_words,
+                                               region_table, region_table_of_text)
+from compiler.ir.parser import parse_module
 from compiler.profiler.regions import Decoded, decode_buffer, decode_interpreter
 
 #: The pass the mode appends to the ttgir pipeline.
@@ -85,17 +86,28 @@ class _Variant:
 
 
 class InterpreterVariant(_Variant):
-    """An interpreter entry's ttir with the pass run on a copy; records are wall clock."""
+    """An interpreter entry run instrumented; records are wall clock. When the entry was
+    compiled through every stage too (a recorder such as the explorer's asked for it), the
+    instrumented variant is compiled likewise and its ttgir interpreted, so the regions'
+    ttgir lines are those of the variant's trace; else the pass runs on a copy of the entry's
+    ttir and the regions keep only their Python lines."""
 
-    def __init__(self, plain, text: str):
+    def __init__(self, plain, jit, text: str):
         from compiler.passes.base import PassContext
-        module = plain.module.clone()
         instrument = _make_pass(text)
-        instrument.run(module, PassContext())
-        table = region_table(module)
-        for region in table:     # its lines are the instrumented ttir's, which no trace holds
-            region.ttgir_lines, region.enter_line, region.exit_line = [], 0, 0
-        super().__init__(plain, plain.kernel, plain.trace, table, instrument.options["slots"])
+        if getattr(plain.kernel, "options", None) is not None and jit is not None:
+            compiled = _compile_variant(plain, jit, text)
+            module = parse_module(compiled.asm["ttgir"])
+            table = region_table_of_text(compiled.asm["ttgir"])
+            kernel, trace = compiled, compiled.trace
+        else:
+            module = plain.module.clone()
+            instrument.run(module, PassContext())
+            table = region_table(module)
+            for region in table:   # lines of the instrumented ttir, which no trace holds
+                region.ttgir_lines, region.enter_line, region.exit_line = [], 0, 0
+            kernel, trace = plain.kernel, plain.trace
+        super().__init__(plain, kernel, trace, table, instrument.options["slots"])
         self.module = module
         self.name = plain.name
 
@@ -107,19 +119,25 @@ class InterpreterVariant(_Variant):
         self.last = decode_interpreter(records)
 
 
+def _compile_variant(plain, jit, text: str):
+    """`plain`'s specialization compiled with its options and `text` appended to the ttgir
+    pipeline."""
+    from compiler.compiler import compile as compile_source
+    from compiler.passes.manager import DEFAULT_PIPELINES
+    options = getattr(plain.kernel, "options", None)
+    if options is None or jit is None:
+        raise ValueError("profiler: instrumentation needs a kernel compiled by @jit "
+                         "(its options and source)")
+    base = options.pipelines.get("ttgir", DEFAULT_PIPELINES["ttgir"])
+    return compile_source(jit.source_for(plain.spec), replace(
+        options, pipelines={**options.pipelines, "ttgir": f"{base},{text}"}))
+
+
 class GpuVariant(_Variant):
     """A GPU entry's specialization compiled with the pass; see the module doc."""
 
     def __init__(self, plain, jit, text: str):
-        from compiler.compiler import compile as compile_source
-        from compiler.passes.manager import DEFAULT_PIPELINES
-        options = getattr(plain.kernel, "options", None)
-        if options is None or jit is None:
-            raise ValueError("profiler: instrumentation needs a kernel compiled by @jit "
-                             "(its options and source)")
-        base = options.pipelines.get("ttgir", DEFAULT_PIPELINES["ttgir"])
-        compiled = compile_source(jit.source_for(plain.spec), replace(
-            options, pipelines={**options.pipelines, "ttgir": f"{base},{text}"}))
+        compiled = _compile_variant(plain, jit, text)
         super().__init__(plain, compiled, compiled.trace,
                          region_table_of_text(compiled.asm["ttgir"]),
                          _make_pass(text).options["slots"])
@@ -180,7 +198,7 @@ class Instrumentation:
             return entry
         known = self._variants.get(id(entry))
         if known is None or known[0] is not entry:
-            made = (InterpreterVariant(entry, self.text) if hasattr(entry, "module")
+            made = (InterpreterVariant(entry, jit, self.text) if hasattr(entry, "module")
                     else GpuVariant(entry, jit, self.text))
             known = self._variants[id(entry)] = (entry, made)
         return known[1]

@@ -36,8 +36,9 @@ def test_lines_take_their_innermost_regions_exclusive_time():
 def test_render_colours_hot_lines_and_labels_them():
     heat = region_heat(_trace())["ttgir"]
     lines = render_heat([Text(f"op {n}") for n in range(1, 7)], heat)
-    assert lines[0].plain == "op 1"
-    assert "90% loop L12 body (900 cycles)" in lines[3].plain
+    assert lines[0].plain == "     op 1"
+    assert lines[3].plain == " 90% op 4  ◀ loop L12 body (900 cycles)"
+    assert lines[1].plain == " 10% op 2  ◀ kernel (100 cycles)"
     assert any(f"on {HEAT_COLORS[-1]}" in str(span.style) for span in lines[3].spans)
     assert heat_color(0.0) == HEAT_COLORS[0] and heat_color(1.0) == HEAT_COLORS[-1]
     assert heat_summary(_trace()) == "regions: loop L12 body 90% · kernel 10%"
