@@ -357,3 +357,28 @@ def test_scope_errors_point_at_the_with(kernel, message, col):
         ASTSource(kernel, {"x": "*fp32"}, {}, {}).make_ttir({"num_warps": 4})
     assert message in str(info.value) and info.value.col == col
     assert info.value.line == _line("with tl.profile(3)" if col == 9 else 'as p:')
+
+
+def test_under_a_full_compile_recorder_regions_point_into_the_variants_ttgir():
+    from compiler.runtime import recording
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros(32, dtype=np.float32)
+    with recording.record(full_compile=True) as recorder:     # BLOCK=32: a new entry, compiled
+        session = proton.start("explorer", mode="instrumentation")
+        loop_kernel[(1,)](x, out, 3, BLOCK=32, interpret=True)
+        proton.deactivate(session)
+    assert np.allclose(out, x[:32] + x[1:33] + x[2:34])
+    trace = next(t for t in recorder.traces if t.regions)
+    assert any(p.name == "instrument-regions" for p in trace.passes)
+    lines = trace.stages["ttgir"].splitlines()
+    load = next(r for r in trace.regions if r["name"] == "load")
+    assert "tt.profile_enter 0" in lines[load["enter_line"] - 1]
+    assert any("tt.load" in lines[n - 1] for n in load["ttgir_lines"])
+    assert load["count"] == 3 and "cycles" not in load          # wall clock, interpreter
+
+
+def test_proton_language_through_the_triton_alias():
+    from compiler import triton_alias
+    with triton_alias.installed():
+        import triton.profiler.language as proton_language
+        assert proton_language is pl
