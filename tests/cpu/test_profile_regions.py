@@ -382,3 +382,87 @@ def test_proton_language_through_the_triton_alias():
     with triton_alias.installed():
         import triton.profiler.language as proton_language
         assert proton_language is pl
+
+
+# ---- the GPU variant's launch path, with the device faked by the SIMT evaluator -------------
+class _FakeDevice:
+    """Device memory as numpy arrays at fake addresses, the kernel global included; launches
+    run the variant's lowered (unoptimized) IR on the SIMT evaluator."""
+
+    GLOBAL = 0x7000
+
+    def __init__(self):
+        self.arrays = {}                 # address -> numpy array
+        self.global_value = 0
+
+    def empty(self, shape, dtype):
+        array = np.zeros(shape, dtype=dtype)
+        address = 0x10000 * (len(self.arrays) + 1)
+        self.arrays[address] = array
+        return type("FakeArray", (), {"shape": array.shape,
+                                      "data_ptr": staticmethod(lambda: address)})()
+
+    def memcpy_htod(self, dst, src_host_address, nbytes):
+        import ctypes
+        assert dst == self.GLOBAL and nbytes == 8
+        self.global_value = ctypes.c_uint64.from_address(src_host_address).value
+
+    def memset_d8(self, dst, value, nbytes):
+        self.arrays[dst].view(np.uint8)[:nbytes] = value
+
+    def memcpy_dtoh(self, dst_host_address, src, nbytes):
+        import ctypes
+        ctypes.memmove(dst_host_address, self.arrays[src].ctypes.data, nbytes)
+
+    def launcher(self, compiled):
+        device = self
+
+        def launch(grid, args, stream=None):
+            lowered = lower_module(parse_module(compiled.asm["ttgir"]),
+                                   LoweringOptions(optimize=False))
+            profile = device.arrays[device.global_value]
+            arrays = [a for a in args if isinstance(a, np.ndarray)]
+            memory = run_kernel(lowered, grid, list(args), globals_={
+                "profile": profile,
+                PROFILE_GLOBAL: np.array([(len(arrays) + 1) << GLOBAL_SHIFT], np.uint64)})
+            for index, array in enumerate(arrays):
+                array[...] = memory.read(index, array)
+            profile[...] = memory.read(len(arrays), profile)
+
+        module = type("Module", (), {"handle": "fake module"})()
+        loaded = type("Loaded", (), {"module": module})()
+        return type("FakeLauncher", (), {"launch": staticmethod(launch), "loaded": loaded})()
+
+
+def test_gpu_variant_arms_launches_and_decodes_on_a_faked_device(monkeypatch):
+    from compiler.profiler import instrument
+    from compiler.runtime import driver
+    from compiler.runtime.device_array import DeviceArray
+    device = _FakeDevice()
+    bindings = type("Bindings", (), {"cuModuleGetGlobal": staticmethod(
+        lambda handle, name: (0, device.GLOBAL, 8))})()
+    monkeypatch.setattr(driver, "bindings", lambda: bindings)
+    for name in ("memcpy_htod", "memset_d8", "memcpy_dtoh"):
+        monkeypatch.setattr(driver, name, getattr(device, name))
+    monkeypatch.setattr(driver, "synchronize", lambda device=0: None)
+    monkeypatch.setattr(DeviceArray, "empty", staticmethod(device.empty))
+    from compiler.compiler import CompiledKernel
+    monkeypatch.setattr(CompiledKernel, "launcher", lambda self: device.launcher(self))
+    plain_kernel = compile_kernel(_loop_source(), {"num_warps": 2})
+    plain = type("Plain", (), {"kernel": plain_kernel, "spec": None, "select": None,
+                               "num_warps": 2, "takes_addresses": False,
+                               "runtime_args": lambda self, bound: bound})()
+    monkeypatch.setattr(loop_kernel, "source_for", lambda spec: _loop_source())
+    variant = instrument.Instrumentation(pass_text("instrumentation:slots=32")).variant(
+        plain, loop_kernel)
+    assert isinstance(variant, instrument.GpuVariant) and variant.slots == 32
+    x = np.arange(2 * 128 + 4, dtype=np.float32)
+    out = np.zeros(2 * 128, dtype=np.float32)
+    variant.launch((2,), (x, out, 4))
+    assert np.allclose(out, sum(x[i:i + 256] for i in range(4)))
+    decoded = variant.take()
+    assert decoded.source == "gpu" and decoded.lost == 0
+    stats = {s["name"]: s for s in region_stats(decoded, variant.table)}
+    assert stats[BODY]["count"] == 2 * 2 * 4 and stats["kernel"]["warps"] == 4
+    assert stats["kernel"]["cycles"]["min"] > stats[BODY]["cycles"]["max"] > 0
+    assert any(p.name == "instrument-regions" for p in variant.trace.passes)
