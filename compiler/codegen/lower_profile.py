@@ -77,8 +77,13 @@ def lower_profile_record(ctx, op):
     if state is None:
         return
     b = ctx.builder
-    timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
-    cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
+    # %clock64 closest to the region: read last on entry, first on exit
+    if op.kind == 0:
+        timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
+        cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
+    else:
+        cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
+        timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
     tag = b.or_(state.warp_tag, ir.Constant(I64, op.region | op.kind << KIND_SHIFT))
     count = b.load(state.count)                   # every lane counts; lane 0 stores
     after = b.add(count, ir.Constant(I32, 1))

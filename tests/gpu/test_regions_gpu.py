@@ -23,12 +23,12 @@ MODE = "instrumentation:slots=512"
 
 @compiler.jit
 def heavy_loop(out, iters, BLOCK: tl.constexpr):
-    """Each iteration is a 256-deep dependent FMA chain (~1000 cycles): the body dominates
+    """Each iteration is a 1024-deep dependent FMA chain (~4000 cycles): the body dominates
     the loop."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     acc = offs.to(tl.float32)
     for _ in range(iters):
-        for _k in tl.static_range(256):
+        for _k in tl.static_range(1024):
             acc = acc * 0.999999 + 0.5
     with tl.profile("store"):
         tl.store(out + offs, acc)
