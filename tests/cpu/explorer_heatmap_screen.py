@@ -19,13 +19,16 @@ from explorer.views.code_view import CodeView  # noqa: E402
 def instrumented_matmul_trace():
     """The sample matmul run once in instrumentation mode under a full-compile recorder: the
     trace of its instrumented variant, with `regions` filled."""
+    import tempfile
+
     import compiler.profiler as proton
     from compiler.runtime.recording import record
     from sample_kernels import matmul
-    with record(full_compile=True) as recorder:
-        session = proton.start("heatmap", mode="instrumentation:dots=true:memory=true")
+    with record(full_compile=True) as recorder, tempfile.TemporaryDirectory() as folder:
+        session = proton.start(str(Path(folder) / "heatmap"),
+                               mode="instrumentation:dots=true:memory=true")
         matmul.main()
-        proton.deactivate(session)
+        proton.finalize(session)
     return next(t for t in recorder.traces if t.regions)
 
 

@@ -44,7 +44,7 @@ def test_render_colours_hot_lines_and_labels_them():
     assert heat_summary(_trace()) == "regions: loop L12 body 90% · kernel 10%"
 
 
-def test_heat_map_of_a_real_interpreted_trace():
+def test_heat_map_of_a_real_interpreted_trace(tmp_path):
     import compiler.profiler as proton
     from compiler.runtime import recording
     from tests.cpu.test_profile_regions import BODY, loop_kernel
@@ -52,9 +52,9 @@ def test_heat_map_of_a_real_interpreted_trace():
     x = np.arange(300, dtype=np.float32)
     out = np.zeros(128, dtype=np.float32)
     with recording.record(full_compile=False) as recorder:
-        session = proton.start("heat", mode="instrumentation")
+        session = proton.start(str(tmp_path / "heat"), mode="instrumentation")
         loop_kernel[(1,)](x, out, 4, BLOCK=128, interpret=True)
-        proton.deactivate(session)
+        proton.finalize(session)
     trace = recorder.trace_named("loop_kernel")
     names = {r["name"] for r in trace.regions}
     assert {"kernel", "load", BODY} <= names

@@ -310,18 +310,18 @@ def test_instrumentation_mode_puts_interpreter_regions_under_the_kernel(tmp_path
             and e["name"] == "thread_name"} == {"program 0 warp 0", "program 1 warp 0"}
 
 
-def test_mode_off_runs_the_plain_kernel_and_bad_modes_are_refused():
+def test_mode_off_runs_the_plain_kernel_and_bad_modes_are_refused(tmp_path):
     x = np.arange(300, dtype=np.float32)
     out = np.zeros(128, dtype=np.float32)
-    session = proton.start("plain")
+    session = proton.start(str(tmp_path / "plain"))
     loop_kernel[(1,)](x, out, 2, BLOCK=128, interpret=True)
     kernel = next(iter(STATE.sessions[session].profile.root.children.values()))
     assert kernel.children == {}
     proton.deactivate(session)
     with pytest.raises(ValueError, match="mode"):
-        proton.start("bad", mode="sampling")
+        proton.start(str(tmp_path / "bad"), mode="sampling")
     assert pass_text("default:buffer_size=4096") == "instrument-regions{slots=128}"
-    assert proton.start("proton-style", backend="instrumentation", mode="default") >= 0
+    assert proton.start(str(tmp_path / "proton-style"), backend="instrumentation", mode="default") >= 0
 
 
 # ---- the trace field ---------------------------------------------------------------------------
@@ -359,12 +359,12 @@ def test_scope_errors_point_at_the_with(kernel, message, col):
     assert info.value.line == _line("with tl.profile(3)" if col == 9 else 'as p:')
 
 
-def test_under_a_full_compile_recorder_regions_point_into_the_variants_ttgir():
+def test_under_a_full_compile_recorder_regions_point_into_the_variants_ttgir(tmp_path):
     from compiler.runtime import recording
     x = np.arange(100, dtype=np.float32)
     out = np.zeros(32, dtype=np.float32)
     with recording.record(full_compile=True) as recorder:     # BLOCK=32: a new entry, compiled
-        session = proton.start("explorer", mode="instrumentation")
+        session = proton.start(str(tmp_path / "explorer"), mode="instrumentation")
         loop_kernel[(1,)](x, out, 3, BLOCK=32, interpret=True)
         proton.deactivate(session)
     assert np.allclose(out, x[:32] + x[1:33] + x[2:34])
