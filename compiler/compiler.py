@@ -17,12 +17,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from compiler.codegen.backend import checked_value
+from compiler.codegen.backend import GPUTarget, checked_value
 from compiler.codegen.nvidia_backend import DEFAULT_ARCH, NvidiaOptions
+from compiler.frontend import errors  # noqa: F401  (`triton.compiler.errors`)
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module, print_module_with_lines
 from compiler.ir.verifier import verify_module
+from compiler.runtime.specialization import ASTSource  # noqa: F401  (`triton.compiler.ASTSource`)
 from compiler.trace import CompileTrace
 
 #: The backend the driver compiles for (its options class is `CompileOptions`' base).
@@ -134,7 +136,11 @@ class CompiledKernel:
         self.asm: dict[str, Any] = dict(state.trace.stages)
         if state.cubin is not None:
             self.asm["cubin"] = state.cubin
-        self.metadata = dict(state.metadata)
+        self.metadata = KernelMetadata(name=state.name, num_warps=state.options.num_warps,
+                                       num_stages=state.options.num_stages,
+                                       num_ctas=state.options.num_ctas, shared=0,
+                                       target=GPUTarget(BACKEND, state.options.arch, 32))
+        self.metadata.update(state.metadata)
         if state.ttir is not None:
             self.ttir_module = state.ttir
         if state.ttgir is not None:
@@ -182,6 +188,45 @@ class CompiledKernel:
     def launch(self, grid, args, stream=None) -> None:
         """Launch on the GPU over `grid` with `args` (kernel parameters, constexprs excluded)."""
         self.launcher().launch(grid, args, stream)
+
+    # -- Triton's compiled-kernel interface (`triton.compile(...)` results) -------------------
+    def __getitem__(self, grid):
+        """`kernel[grid](*args)`: launch over `grid` (a tuple of up to three ints)."""
+        return lambda *args, stream=None: self.run(grid, *args, stream=stream)
+
+    def run(self, grid, *args, stream=None) -> None:
+        """Launch with the kernel's arguments in signature order; constexpr arguments (entries
+        "constexpr" in an ASTSource signature) may be passed too and are skipped."""
+        signature = list(self.trace.specialization.get("signature", {}).values())
+        if len(args) == len(signature):
+            args = tuple(a for a, kind in zip(args, signature) if kind != "constexpr")
+        self.launch(grid, args, stream)
+
+    def _init_handles(self) -> None:
+        """Load the module onto the GPU now (Triton loads it on first launch otherwise)."""
+        self.launcher()
+
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread, as ptxas reported them (0 without a cubin)."""
+        return int(self.trace.cubin_info.get("registers", 0)) if self.trace.cubin_info else 0
+
+    @property
+    def n_spills(self) -> int:
+        """Bytes spilled to local memory (ptxas's spill stores; 0 without a cubin)."""
+        return int(self.trace.cubin_info.get("spill_stores", 0)) if self.trace.cubin_info else 0
+
+
+class KernelMetadata(dict):
+    """A compiled kernel's metadata: a dict that also reads as attributes (`metadata.shared`,
+    `metadata.num_warps`, `metadata.name`), as Triton's metadata tuple does."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"kernel metadata has no field '{name}' "
+                                 f"(fields: {', '.join(sorted(self))})") from None
 
 
 # ---- stages -------------------------------------------------------------------------------------
@@ -252,8 +297,14 @@ def _module_int_attr(module: Module, key: str) -> int:
 
 # ---- entry points -------------------------------------------------------------------------------
 def compile(src, options: dict | CompileOptions | None = None, pipelines: dict | None = None,
-            stop_after: str | None = None) -> CompiledKernel:
-    """Compile `src` (an ASTSource, or a path to a .ttir/.ttgir file) through every stage."""
+            stop_after: str | None = None, *, target: GPUTarget | None = None) -> CompiledKernel:
+    """Compile `src` (an ASTSource, or a path to a .ttir/.ttgir file) through every stage.
+    Triton's spelling `compile(src, target=GPUTarget("cuda", 90, 32), options={...})` works too:
+    a target (also as the second positional argument) sets the architecture."""
+    if isinstance(options, GPUTarget):       # Triton's positional order: compile(src, target)
+        options, target = None, options
+    if target is not None:
+        options = _with_target(options, target)
     if isinstance(options, CompileOptions):
         opts = options
         if pipelines:
@@ -273,6 +324,16 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         from compiler.dump import dump_trace
         dump_trace(kernel.trace, Path(opts.dump_dir) / kernel.name)
     return kernel
+
+
+def _with_target(options, target: GPUTarget):
+    """`options` with the architecture of a CUDA `target`; other backends are refused."""
+    if target.backend not in ("cuda", BACKEND):
+        raise ValueError(f"target backend '{target.backend}' is not supported; this compiler "
+                         f"generates code for CUDA (GPUTarget('cuda', <sm>, 32))")
+    if isinstance(options, CompileOptions):
+        return replace(options, arch=int(target.arch))
+    return {**dict(options or {}), "arch": int(target.arch)}
 
 
 def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:

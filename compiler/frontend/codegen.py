@@ -26,7 +26,7 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
-from .errors import CompilationError, SemanticError
+from .errors import CompilationError, SemanticError, UnsupportedLanguageConstruct
 from .semantic import Semantic, computation_type, is_python_number
 from .source import FunctionSource, is_jit_function
 
@@ -129,10 +129,11 @@ class CodeGenerator(ast.NodeVisitor):
         flc = self.src.location(node)
         return NameLoc(self.current_name, flc) if self.current_name else flc
 
-    def error(self, node, message: str, internal: str | None = None) -> CompilationError:
-        """A CompilationError pointing at `node`."""
-        return CompilationError(message, self.src.file, self.src.line_of(node),
-                                self.src.col_of(node), self.src.source_line(node), internal)
+    def error(self, node, message: str, internal: str | None = None,
+              kind: type = CompilationError) -> CompilationError:
+        """A CompilationError (or the subclass `kind`) pointing at `node`."""
+        return kind(message, self.src.file, self.src.line_of(node), self.src.col_of(node),
+                    self.src.source_line(node), internal)
 
     def visit(self, node):
         """Visit with the node's location, turning semantic errors into positioned ones."""
@@ -144,7 +145,9 @@ class CodeGenerator(ast.NodeVisitor):
             return super().visit(node)
         except CompilationError:
             raise
-        except (SemanticError, NotInKernelError) as exc:
+        except SemanticError as exc:
+            raise self.error(node, str(exc), kind=exc.located_as) from None
+        except NotInKernelError as exc:
             raise self.error(node, str(exc)) from None
         except Exception as exc:  # a compiler bug: still point at the user's code
             internal = traceback.format_exc() if self.mctx.debug else None
@@ -157,7 +160,7 @@ class CodeGenerator(ast.NodeVisitor):
         """Any syntax without a visitor is rejected with a specific message."""
         kind = type(node).__name__
         message = UNSUPPORTED.get(kind, f"unsupported syntax in a kernel: {kind}")
-        raise self.error(node, message)
+        raise self.error(node, message, kind=UnsupportedLanguageConstruct)
 
     # ---- functions ------------------------------------------------------------------------
     def emit_function(self, name: str, params: list, visibility: str, arg_attrs: dict):

@@ -1,14 +1,35 @@
 """User-facing front-end errors: `CompilationError` (file:line:col, the source line, a caret and
 one sentence) and `SemanticError`, which semantic code raises without knowing the location; the
-code generator turns it into a `CompilationError` at the node being compiled."""
+code generator turns it into a `CompilationError` at the node being compiled.
+
+This module is also `triton.compiler.errors`: `CompilationError` derives from `TritonError`, a
+failed `tl.static_assert` is a `CompileTimeAssertionFailure` and syntax a kernel cannot use is an
+`UnsupportedLanguageConstruct`, as in Triton, each keeping our file:line:col and caret.
+"""
 from __future__ import annotations
+
+from compiler.errors import TritonError
 
 
 class SemanticError(Exception):
-    """A type, shape or usage error found while building IR; carries only its sentence."""
+    """A type, shape or usage error found while building IR; carries only its sentence.
+    `located_as` is the `CompilationError` class the code generator raises for it."""
+
+    @property
+    def located_as(self) -> type:
+        """The positioned error class this becomes at the node being compiled."""
+        return CompilationError
 
 
-class CompilationError(Exception):
+class StaticAssertionFailed(SemanticError):
+    """`tl.static_assert` found its condition false."""
+
+    @property
+    def located_as(self) -> type:
+        return CompileTimeAssertionFailure
+
+
+class CompilationError(TritonError):
     """A kernel the front end rejects, pointing at the offending source position.
 
     `line` is the 1-based line in `file`; `col` is the 0-based column of the Python node (the
@@ -40,3 +61,11 @@ class CompilationError(Exception):
     def caret_line(self) -> str:
         """The line holding the caret, as printed."""
         return " " * self.col + "^"
+
+
+class CompileTimeAssertionFailure(CompilationError):
+    """A `tl.static_assert` (or an `assert` on constants) failed while compiling."""
+
+
+class UnsupportedLanguageConstruct(CompilationError):
+    """Python syntax or a construct that kernels cannot use."""

@@ -454,3 +454,11 @@ def mem_info(device: int = 0) -> tuple[int, int]:
     context(device)
     free, total = check(bindings().cuMemGetInfo(), "cuMemGetInfo")
     return int(free), int(total)
+
+
+def __getattr__(name: str):
+    """`driver.active` (Triton's `triton.runtime.driver.active`): see `active_driver`."""
+    if name == "active":
+        from compiler.runtime.active_driver import active
+        return active()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -177,7 +177,8 @@ def _handler_for(arg):
         return _cuda_interface_entry
     if hasattr(arg, "__array_interface__") and hasattr(arg, "dtype"):
         return _ndarray_entry
-    return lambda value: UnsupportedArgument(f"a {type_.__name__}")
+    what = getattr(type_, "kernel_argument_note", None) or f"a {type_.__name__}"
+    return lambda value: UnsupportedArgument(what)
 
 
 def _is_numpy_scalar(type_) -> bool:
