@@ -138,8 +138,8 @@ class CompiledKernel:
             self.asm["cubin"] = state.cubin
         self.metadata = KernelMetadata(name=state.name, num_warps=state.options.num_warps,
                                        num_stages=state.options.num_stages,
-                                       num_ctas=state.options.num_ctas, shared=0,
-                                       target=GPUTarget(BACKEND, state.options.arch, 32))
+                                       arch=state.options.arch,
+                                       num_ctas=state.options.num_ctas, shared=0)
         self.metadata.update(state.metadata)
         if state.ttir is not None:
             self.ttir_module = state.ttir
@@ -222,6 +222,8 @@ class KernelMetadata(dict):
     `metadata.num_warps`, `metadata.name`), as Triton's metadata tuple does."""
 
     def __getattr__(self, name):
+        if name == "target" and "arch" in self:
+            return GPUTarget("cuda", self["arch"], 32)
         try:
             return self[name]
         except KeyError:

@@ -857,7 +857,8 @@ class CodeGenerator(ast.NodeVisitor):
         if key not in self.mctx.callees:
             name = f"{fn.__name__}__{'_'.join(key_parts)}" if key_parts else fn.__name__
             name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-            self.mctx.callees[key] = generate_function(fn, name, params, self.mctx, "private", {})
+            self.mctx.callees[key] = generate_function(jitfn, name, params, self.mctx, "private",
+                                                        {})
         name, result_types = self.mctx.callees[key]
         op = self.builder.create(tt.CallOp, [o.handle for o in operands],
                                  [t.to_ir() for t in result_types],
@@ -999,7 +1000,7 @@ def generate_function(fn, name: str, params: list, mctx: ModuleContext, visibili
     src = FunctionSource.of(fn)
     builder = Builder()
     gen = CodeGenerator(src, mctx, builder)
-    mctx.stack.append(fn)
+    mctx.stack.append(getattr(fn, "fn", fn))
     try:
         func, result_types = gen.emit_function(name, params, visibility, arg_attrs)
     finally:

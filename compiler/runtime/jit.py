@@ -186,9 +186,11 @@ def _for_user(err: CompilationError) -> CompilationError:
 
 def _source_from_def(fn) -> str:
     """The function's source from its `def` line (decorators dropped), dedented, as Triton's
-    `JITFunction.src`; empty when the source is not available."""
+    `JITFunction.src` (functions defined by an exec'd string included); empty when the source
+    is not available."""
+    from compiler.frontend.source import read_source_lines
     try:
-        text = textwrap.dedent(inspect.getsource(fn))
+        text = textwrap.dedent("".join(read_source_lines(fn)[0]))
     except (OSError, TypeError):
         return ""
     match = re.search(r"^(async\s+)?def\s", text, re.MULTILINE)
@@ -211,9 +213,15 @@ class JITFunction(KernelInterface):
         self.noinline = bool(noinline)
         self.debug = debug
         self.launch_metadata = launch_metadata  # accepted for Triton compatibility; unused
+        self._repr = repr
+        self.do_not_specialize = tuple(do_not_specialize)
+        self.do_not_specialize_on_alignment = tuple(do_not_specialize_on_alignment)
         self.file = fn.__code__.co_filename
         self.line = def_line(fn)
-        self.src = _source_from_def(fn)
+        self._src = _source_from_def(fn)
+        self._updated_src = None       # the text given to _unsafe_update_src, if any
+        self.hash = None               # Triton's attribute; cleared when the source changes
+        self.used_global_vals: dict = {}
         self.env = RuntimeEnv.from_environ()
         self.params = self._read_params(fn, do_not_specialize, do_not_specialize_on_alignment)
         self.arg_names = [p.name for p in self.params]
@@ -556,6 +564,36 @@ class JITFunction(KernelInterface):
             f"({', '.join(self.arg_names)}) nor a launch option ({options})")
 
     # -- compatibility ------------------------------------------------------------------------
+
+    @property
+    def src(self) -> str:
+        """The kernel's source from its `def` line, dedented (Triton's `JITFunction.src`)."""
+        return self._src
+
+    @src.setter
+    def src(self, _value) -> None:
+        raise AttributeError("cannot set 'src' directly: use _unsafe_update_src(new_source) "
+                             "(callers that inline this function must be rebuilt as well)")
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the source the kernel compiles from (Triton's test-suite hook). The new text
+        starts at the `def`; compiled specializations are dropped, and errors point at lines
+        of the new text counted from the original `def` line."""
+        self._src = self._updated_src = new_src
+        self.hash = None
+        self.used_global_vals = {}
+        self._gpu_cache.clear()
+        self._interp_cache.clear()
+        self._compiled.clear()
+        self._fast_launch = self._launch_first
+        self._fast_shape, self._fast_made = None, 0
+        self._last_grid = self._last_grid_launch = None
+
+    @property
+    def repr(self):
+        """Triton's `repr` hook (a callable naming the kernel in profiles), or None."""
+        return self._repr
+
 
     @property
     def cache_key(self) -> str:
