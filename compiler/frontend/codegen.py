@@ -26,6 +26,7 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
+from .early_return import fold_early_returns
 from .errors import CompilationError, SemanticError, UnsupportedLanguageConstruct
 from .semantic import Semantic, computation_type, is_python_number
 from .source import FunctionSource, is_jit_function
@@ -178,7 +179,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[pname] = tensor(arg, kind)
         self.builder.set_insertion_point_to_end(block)
         self.builder.loc = func_loc
-        self.visit_body(tree.body)
+        self.visit_body(fold_early_returns(tree.body))
         results = self._return_values(tree)
         with self.builder.location(self._return_loc(tree)):
             self.builder.create(tt.ReturnOp, [r.handle for r in results])
