@@ -52,7 +52,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     except CompilationError as exc:
         if debug:
             raise
-        raise exc.with_traceback(None) from None
+        raise exc.with_traceback(None) from exc.__cause__  # keep the bare sentence only
     verify_module(module)
     return module
 

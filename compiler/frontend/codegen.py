@@ -27,7 +27,8 @@ from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, d
                                     dtype_from_signature, tensor)
 
 from .early_return import fold_early_returns
-from .errors import CompilationError, SemanticError, UnsupportedLanguageConstruct
+from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
+                     UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
 from .source import FunctionSource, is_jit_function
 
@@ -134,7 +135,7 @@ class CodeGenerator(ast.NodeVisitor):
               kind: type = CompilationError) -> CompilationError:
         """A CompilationError (or the subclass `kind`) pointing at `node`."""
         return kind(message, self.src.file, self.src.line_of(node), self.src.col_of(node),
-                    self.src.source_line(node), internal)
+                    self.src.source_line(node), internal, self.src.position_in_function(node))
 
     def visit(self, node):
         """Visit with the node's location, turning semantic errors into positioned ones."""
@@ -147,7 +148,10 @@ class CodeGenerator(ast.NodeVisitor):
         except CompilationError:
             raise
         except SemanticError as exc:
-            raise self.error(node, str(exc), kind=exc.located_as) from None
+            err = self.error(node, str(exc), kind=exc.located_as)
+            if not isinstance(exc, StaticAssertionFailed):   # the sentence alone, as Triton's cause
+                err.__cause__ = type(exc)(str(exc))
+            raise err from err.__cause__
         except NotInKernelError as exc:
             raise self.error(node, str(exc)) from None
         except Exception as exc:  # a compiler bug: still point at the user's code

@@ -62,6 +62,11 @@ class FunctionSource:
         """The node's file:line:col location."""
         return FileLineCol(self.file, self.line_of(node), self.col_of(node))
 
+    def position_in_function(self, node: ast.AST) -> tuple:
+        """`(function name, line, col)` of `node` as Triton numbers them: line 1 is the `def`
+        line, columns are those of the dedented source."""
+        return (self.tree.name, node.lineno - self.tree.lineno + 1, node.col_offset)
+
     def source_line(self, node: ast.AST) -> str:
         """The text of the node's first line."""
         index = node.lineno - 1

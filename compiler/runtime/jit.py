@@ -387,7 +387,7 @@ class JITFunction(KernelInterface):
             try:
                 compiled = self._compile_full(key, spec)
             except CompilationError as err:
-                raise _for_user(err) from None
+                raise _for_user(err) from err.__cause__
         return compiled
 
     def bind(self, *args, **kwargs) -> tuple:
@@ -474,7 +474,7 @@ class JITFunction(KernelInterface):
         try:
             return self._make_entry(key, bound, interpret)
         except CompilationError as err:
-            raise _for_user(err) from None
+            raise _for_user(err) from err.__cause__
 
     def _make_entry(self, key: tuple, bound: tuple, interpret: bool):
         spec = self._specialization(key, bound)
