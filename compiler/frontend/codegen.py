@@ -862,8 +862,13 @@ class CodeGenerator(ast.NodeVisitor):
         if key not in self.mctx.callees:
             name = f"{fn.__name__}__{'_'.join(key_parts)}" if key_parts else fn.__name__
             name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-            self.mctx.callees[key] = generate_function(jitfn, name, params, self.mctx, "private",
-                                                        {})
+            try:
+                self.mctx.callees[key] = generate_function(jitfn, name, params, self.mctx,
+                                                           "private", {})
+            except CompilationError as inner:     # point at the call too, the callee as cause
+                err = self.error(node, f"in the call to {fn.__name__}: {inner.message}",
+                                 inner.internal, kind=type(inner))
+                raise err from inner.with_traceback(None)
         name, result_types = self.mctx.callees[key]
         op = self.builder.create(tt.CallOp, [o.handle for o in operands],
                                  [t.to_ir() for t in result_types],

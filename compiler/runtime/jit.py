@@ -36,7 +36,15 @@ from compiler.runtime.specialization import (
 )
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
+                  "launch_cooperative_grid", "launch_pdl")
+#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. The
+#: interpreter runs programs one after another on the host, where neither changes the result.
+GPU_UNSUPPORTED_LAUNCH_OPTIONS = {
+    "launch_cooperative_grid": "cooperative (grid-synchronizing) launches are not supported by "
+                               "the GPU launcher yet",
+    "launch_pdl": "programmatic dependent launch is not supported by the GPU launcher yet",
+}
 #: Keywords that choose how (not what) to launch; they are not part of the cache key.
 LAUNCH_CONTROLS = ("interpret", "stream")
 #: How many times a kernel's fast launch is regenerated for new argument types, at most.
@@ -85,6 +93,11 @@ class KernelParam:
     ignore_alignment: bool          # do_not_specialize_on_alignment: no divisibility
     has_default: bool
     default: object = None
+
+    @property
+    def num(self) -> int:
+        """The parameter's position (Triton's `KernelParam.num`)."""
+        return self.index
 
 
 class KernelInterface:
@@ -489,6 +502,10 @@ class JITFunction(KernelInterface):
             entry = self._interpreter_entry(key, spec, options)
             self._interp_cache[key] = entry
         else:
+            for name, why in GPU_UNSUPPORTED_LAUNCH_OPTIONS.items():
+                if options.get(name):
+                    raise self._where(f"{self.__name__}(): launch option {name}=True: {why}; "
+                                      f"launch without it (or with interpret=True)")
             compiled = self._compiled.get(key) or self._compile_full(key, spec)
             entry = _GpuEntry(compiled, spec, options["num_warps"])
             self._gpu_cache[key] = entry

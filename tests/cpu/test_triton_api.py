@@ -256,10 +256,16 @@ def test_return_inside_a_loop_is_still_refused():
 
 
 # ---- launch options and testing ----------------------------------------------------------------
-def test_unknown_launch_option_is_refused_by_name():
-    x = np.zeros(8, np.float32)
-    with pytest.raises(triton.CompilationError, match="launch_cooperative_grid"):
-        _copy_kernel[(1,)](x, x, 8, launch_cooperative_grid=True, interpret=True)
+def test_launch_options_accepted_or_refused_by_name():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    _copy_kernel[(1,)](x, y, 8, launch_cooperative_grid=True, launch_pdl=False, interpret=True)
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(triton.CompilationError, match="launch_cooperative_grid=True: cooperative"):
+        bound, key = _copy_kernel.bind(x, y, 8, launch_cooperative_grid=True)[:2]
+        _copy_kernel._make_entry(key, bound, interpret=False)   # the GPU path, without a GPU
+    with pytest.raises(triton.CompilationError, match="'not_an_option'"):
+        _copy_kernel[(1,)](x, y, 8, not_an_option=1, interpret=True)
 
 
 def test_do_bench_cudagraph_refuses_clearly(aliased):
