@@ -271,3 +271,12 @@ def test_launch_options_accepted_or_refused_by_name():
 def test_do_bench_cudagraph_refuses_clearly(aliased):
     with pytest.raises(NotImplementedError, match="do_bench_cudagraph"):
         aliased.testing.do_bench_cudagraph(lambda: None)
+
+
+def test_ast_source_accepts_tritons_positional_keys():
+    from compiler.compiler import ASTSource
+    src = ASTSource(_copy_kernel, {"X": "*fp32", "Y": "*fp32", "N": "constexpr"}, {(2,): 16},
+                    {(0,): [["tt.divisibility", 16]]})
+    assert src.constexprs == {"N": 16} and src.attrs == {"divisibility_16": ["X"]}
+    ttir = triton.compile(src, stop_after="ttir").asm["ttir"]
+    assert "tt.divisibility = 16" in ttir
