@@ -11,16 +11,18 @@ __all__ = ["TritonError", "InterpreterError", "KernelAssertionError", "OutOfReso
            "PTXASError"]
 
 
-class OutOfResources(TritonError):
+class OutOfResources(TritonError, ValueError):
     """A kernel needs more of a resource than the device has: `required` and `limit` in the
-    resource's unit, `name` the resource ("shared memory", "registers", "threads")."""
+    resource's unit, `name` the resource ("shared memory", "registers", "threads"). Also a
+    ValueError: the launch's configuration is what has to change."""
 
     def __init__(self, required: int, limit: int, name: str):
         self.required = required
         self.limit = limit
         self.name = name
         super().__init__(f"out of resource: {name}, required: {required}, hardware limit: "
-                         f"{limit}; reducing block sizes or `num_stages` may help")
+                         f"{limit} (the device allows at most {limit}); reducing block sizes or "
+                         f"`num_stages` may help")
 
     def __reduce__(self):
         return (type(self), (self.required, self.limit, self.name))
