@@ -743,6 +743,10 @@ class CodeGenerator(ast.NodeVisitor):
         pred, pyop = COMPARE_OPS[type(op)]
         if isinstance(left, constexpr) and isinstance(right, constexpr):
             return constexpr(pyop(left.value, right.value))
+        if _is_constant_sequence(left) and _is_constant_sequence(right):
+            # shapes and other sequences of constants compare as Python lists (`x.shape == [N]`)
+            return constexpr(pyop([_unwrap(v) for v in _items(left)],
+                                  [_unwrap(v) for v in _items(right)]))
         return self.sem.compare(pred, left, right)
 
     def visit_IfExp(self, node):
@@ -973,6 +977,21 @@ def _type_text(t: tensor) -> str:
     if t.is_block():
         return f"{article} {t.dtype} block of shape {list(t.shape)}"
     return f"{article} {t.dtype} scalar"
+
+
+def _items(value) -> list:
+    """The elements of a tuple, or of a constexpr holding a list or tuple."""
+    return list(value.value if isinstance(value, constexpr) else value)
+
+
+def _is_constant_sequence(value) -> bool:
+    """A tuple (or constexpr list/tuple) whose elements are all compile-time values."""
+    if isinstance(value, constexpr):
+        if not isinstance(value.value, (list, tuple)):
+            return False
+    elif not isinstance(value, tuple):
+        return False
+    return not any(isinstance(v, tensor) for v in _items(value))
 
 
 def _const_text(c) -> str:

@@ -45,6 +45,27 @@ class dtype:
             raise ValueError(f"unknown dtype {name!r}")
         self.name = name
 
+    #: Float formats: name -> (mantissa bits, exponent bias).
+    _FP_FORMATS = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15),
+                   "fp8e5b16": (2, 16), "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127),
+                   "fp64": (52, 1023)}
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Mantissa bits of a float dtype (10 for fp16, 23 for fp32, 3 for fp8e4nv, ...)."""
+        return self._float_format()[0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """Exponent bias of a float dtype (15 for fp16, 127 for fp32 and bf16, ...)."""
+        return self._float_format()[1]
+
+    def _float_format(self) -> tuple:
+        if not self.is_floating():
+            raise AttributeError(f"{self.name} is not a floating-point dtype; it has no "
+                                 f"mantissa or exponent bias")
+        return self._FP_FORMATS[self.name]
+
     def is_fp8(self) -> bool:
         """True for the 8-bit float formats (fp8e4nv, fp8e5, fp8e4b15, fp8e5b16, fp8e4b8)."""
         return self.name in self.FP8

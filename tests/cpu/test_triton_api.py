@@ -168,6 +168,25 @@ def test_dtype_class_lists_and_fp8_names():
     assert tl.dtype.OTHER_TYPES == ["void"]
     for dt in (tl.float8e4nv, tl.float8e5, tl.float8e4b15, tl.float8e5b16, tl.float8e4b8):
         assert dt.is_fp8() and dt.is_floating() and dt.primitive_bitwidth == 8
+    assert (tl.float16.fp_mantissa_width, tl.float16.exponent_bias) == (10, 15)
+    assert (tl.float8e4nv.fp_mantissa_width, tl.float8e4nv.exponent_bias) == (3, 7)
+    assert tl.float32.primitive_bitwidth - tl.float32.fp_mantissa_width - 1 == 8
+    with pytest.raises(AttributeError, match="not a floating-point dtype"):
+        tl.int32.fp_mantissa_width
+
+
+@triton.jit
+def _shape_kernel(X, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.static_assert(offsets.shape == [N])
+    tl.static_assert(tl.expand_dims(offsets, 0).shape != [N, 1])
+    tl.store(X + offsets, offsets)
+
+
+def test_shapes_compare_with_lists_at_compile_time():
+    x = np.zeros(8, np.int32)
+    _shape_kernel[(1,)](x, 8, interpret=True)
+    np.testing.assert_array_equal(x, np.arange(8))
 
 
 @triton.jit
