@@ -606,6 +606,10 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(base, tuple):
             raise self.error(node, f"tuples have no attribute '{attr}' in kernels")
         obj = base.value
+        if not hasattr(obj, attr) and is_python_number(obj) and (
+                attr in standard.TENSOR_METHODS or attr in ("dtype", "shape", "type", "numel")):
+            # A number used as a tensor (`acc = 0; acc.to(tl.int64)`): Triton makes it a scalar
+            return self.tensor_attribute(node, self.sem.to_tensor(obj), attr)
         if not hasattr(obj, attr):
             if isinstance(obj, types.ModuleType):
                 short = "tl" if obj.__name__ == "compiler.language" else obj.__name__

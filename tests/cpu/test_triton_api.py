@@ -299,3 +299,19 @@ def test_ast_source_accepts_tritons_positional_keys():
     assert src.constexprs == {"N": 16} and src.attrs == {"divisibility_16": ["X"]}
     ttir = triton.compile(src, stop_after="ttir").asm["ttir"]
     assert "tt.divisibility = 16" in ttir
+
+
+@triton.jit
+def _number_as_tensor(X, lo, hi):
+    acc = 0
+    acc = acc.to(tl.int64)
+    for i in range(lo, hi):
+        acc += i
+    one = 1
+    tl.store(X, acc + tl.full([], one, dtype=one.dtype))
+
+
+def test_numbers_have_tensor_attributes_in_kernels():
+    x = np.zeros(1, np.int64)
+    _number_as_tensor[(1,)](x, 2, 5, interpret=True)
+    assert x[0] == 2 + 3 + 4 + 1
