@@ -36,9 +36,9 @@ from compiler.runtime.specialization import (
 )
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
-                  "launch_cooperative_grid", "launch_pdl")
-#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. The
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
+#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. They
+#: choose how to launch, not what to compile (part of the key, never a compile option). The
 #: interpreter runs programs one after another on the host, where neither changes the result.
 GPU_UNSUPPORTED_LAUNCH_OPTIONS = {
     "launch_cooperative_grid": "cooperative (grid-synchronizing) launches are not supported by "
@@ -240,7 +240,8 @@ class JITFunction(KernelInterface):
         self.arg_names = [p.name for p in self.params]
         self.constexprs = [p.index for p in self.params if p.is_constexpr]
         self._constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
-        self._option_names = tuple(o for o in LAUNCH_OPTIONS if o not in self.arg_names)
+        self._option_names = tuple(o for o in LAUNCH_OPTIONS + tuple(GPU_UNSUPPORTED_LAUNCH_OPTIONS)
+                                   if o not in self.arg_names)
         self._binder = self._make_binder()
         self._default_interpret = None
         self._gpu_cache: dict = {}
