@@ -315,3 +315,23 @@ def test_numbers_have_tensor_attributes_in_kernels():
     x = np.zeros(1, np.int64)
     _number_as_tensor[(1,)](x, 2, 5, interpret=True)
     assert x[0] == 2 + 3 + 4 + 1
+
+
+@triton.jit
+def _pick(x, pid):
+    if pid == 0:
+        return x + 1
+    else:
+        return x + 2
+
+
+@triton.jit
+def _returns_in_both_branches(X):
+    pid = tl.program_id(0)
+    tl.store(X + pid, _pick(tl.load(X + pid), pid))
+
+
+def test_device_function_returns_from_both_branches_of_a_runtime_if():
+    x = np.zeros(3, np.int32)
+    _returns_in_both_branches[(3,)](x, interpret=True)
+    np.testing.assert_array_equal(x, [1, 2, 2])
