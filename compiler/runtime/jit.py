@@ -27,6 +27,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel sources readable)
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch

@@ -335,3 +335,29 @@ def test_device_function_returns_from_both_branches_of_a_runtime_if():
     x = np.zeros(3, np.int32)
     _returns_in_both_branches[(3,)](x, interpret=True)
     np.testing.assert_array_equal(x, [1, 2, 2])
+
+
+def test_first_kernel_of_a_process_may_come_from_exec(tmp_path):
+    """The exec'd-source hook is in place as soon as `compiler` is imported."""
+    import subprocess
+    import sys
+    script = tmp_path / "first_exec.py"
+    script.write_text(textwrap.dedent('''
+        import numpy as np
+        import compiler
+        source = """
+        @compiler.jit
+        def k(X, N: compiler.language.constexpr):
+            o = compiler.language.arange(0, N)
+            compiler.language.store(X + o, o * 3)
+        """
+        namespace = {"compiler": compiler}
+        exec(source.replace("\\\\n        ", "\\\\n"), namespace)
+        x = np.zeros(4, np.int32)
+        namespace["k"][(1,)](x, 4, interpret=True)
+        print(x.tolist())
+    '''))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[0, 3, 6, 9]"
