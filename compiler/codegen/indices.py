@@ -1,11 +1,17 @@
-"""LLVM values for "which element does this register of this thread hold": per layout, the
-thread's base coordinate along each dim (computed once, in the kernel prologue) plus a constant
-offset per register, following `compiler.analysis.layouts` exactly."""
+"""LLVM values for "which element does this register of this thread hold": the thread's part of
+each coordinate (computed once, in the kernel prologue, from the lane and warp ids) combined
+with a constant per register, following `compiler.analysis.layouts` exactly.
+
+Any distributed layout is indexed from its linear layout: a coordinate is the XOR of the lane
+and warp bases of the id bits that are set, then of the register's constant. Blocked-rooted
+layouts and mma v2 keep their affine emitters (same values as their linear layouts, checked by
+tests/cpu/test_layout_to_linear.py), so their generated IR does not change."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from compiler.analysis import layouts
+from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
 
 from .llvm_helpers import I1, i32
@@ -87,6 +93,8 @@ class LayoutIndexer:
     def coords(self, builder: ir.IRBuilder, layout, shape: tuple) -> list:
         """For each register of the thread, a list of i32 values (one per dim) of its element."""
         shape = tuple(shape)
+        if not layouts.has_slot_model(layout):
+            return self._linear_coords(builder, layout, shape)
         if layouts.is_mma_family(layout):
             return self._mma_coords(builder, layout, shape)
         root, root_shape, keep = self._root(layout, shape)
@@ -103,6 +111,75 @@ class LayoutIndexer:
                 coord.append(builder.add(base, i32(offset)) if offset else base)
             out.append(coord)
         return out
+
+    # ---- any layout, from its linear layout ---------------------------------------------------
+    def _id_term(self, b, id_value, bases, dim: int) -> tuple:
+        """The part of coordinate `dim` that the bits of one id (lane or warp) contribute, and
+        the mask of the bits it can have. Runs of bits with doubling bases become one
+        shift-and-mask; other bits are selected and XORed."""
+        terms, i = [], 0
+        while i < len(bases):
+            v = bases[i][dim]
+            if not v:
+                i += 1
+                continue
+            j = i + 1
+            if v & (v - 1) == 0:
+                while j < len(bases) and bases[j][dim] == v << (j - i):
+                    j += 1
+                field = b.and_(b.lshr(id_value, i32(i)) if i else id_value, i32((1 << (j - i)) - 1))
+                shift = _log2(v)
+                terms.append((b.shl(field, i32(shift)) if shift else field,
+                              ((1 << (j - i)) - 1) << shift))
+            else:
+                bit = b.and_(b.lshr(id_value, i32(i)) if i else id_value, i32(1))
+                terms.append((b.mul(bit, i32(v)), v))
+            i = j
+        return _combine(b, terms)
+
+    def linear_thread_part(self, layout, shape: tuple, dim: int):
+        """The lane and warp part of coordinate `dim` of every element of this thread."""
+        def make(b):
+            ll = to_linear_layout(layout, shape)
+            terms = [t for t in (self._id_term(b, self.lane(), ll.bases("lane"), dim),
+                                 self._id_term(b, self.warp(), ll.bases("warp"), dim))
+                     if t is not None]
+            return _combine(b, terms)
+        return self._cached(("linear", layout, shape, dim), make)
+
+    def _linear_coords(self, builder, layout, shape: tuple) -> list:
+        out = []
+        parts = [self.linear_thread_part(layout, shape, d) for d in range(len(shape))]
+        for consts in layouts.thread_elements(layout, shape, 0, 0):
+            coord = []
+            for part, c in zip(parts, consts):
+                if part is None:
+                    coord.append(i32(c))
+                elif not c:
+                    coord.append(part[0])
+                elif part[1] & c:
+                    coord.append(builder.xor(part[0], i32(c)))
+                else:
+                    coord.append(builder.or_(part[0], i32(c)))
+            out.append(coord)
+        return out
+
+    def _linear_owner(self, layout, shape: tuple):
+        """unique_owner from the linear layout: of the threads holding an element, the one whose
+        free (broadcast) lane and warp bits are all 0."""
+        masks = to_linear_layout(layout, shape).free_variable_masks()
+        lane_mask, warp_mask = masks["lane"], masks["warp"]
+        if not lane_mask and not warp_mask:
+            return None
+
+        def make(b):
+            pred = None
+            for value, mask in ((self.lane(), lane_mask), (self.warp(), warp_mask)):
+                if mask:
+                    c = b.icmp_unsigned("==", b.and_(value, i32(mask)), i32(0))
+                    pred = c if pred is None else b.and_(pred, c)
+            return pred
+        return self._cached(("owner", layout, shape), make)
 
     def mma_warp_offset(self, mma, dim: int):
         """Where the thread's warp starts along `dim` (0: M, 1: N) in the CTA tile of an mma
@@ -188,6 +265,8 @@ class LayoutIndexer:
         """An i1 that is true in exactly one of the threads holding each element (None when no
         two threads share an element), so duplicated elements are stored once."""
         shape = tuple(shape)
+        if not layouts.has_slot_model(layout):
+            return self._linear_owner(layout, shape)
         if layouts.is_mma_family(layout):
             return self._mma_owner(layout, shape)
         root, root_shape, keep = self._root(layout, shape)
@@ -222,6 +301,17 @@ class LayoutIndexer:
                 seen.add(coords)
                 keep.append(reg)
         return keep
+
+
+def _combine(b, terms: list):
+    """OR (disjoint bits) or XOR (overlapping bits) of (value, bit mask) terms; None if none."""
+    if not terms:
+        return None
+    value, mask = terms[0]
+    for v, m in terms[1:]:
+        value = b.xor(value, v) if mask & m else b.or_(value, v)
+        mask |= m
+    return value, mask
 
 
 def is_true(value) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compiler.dialects import tt
 from compiler.analysis import layouts
+from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.dialects.ttg import SliceEncoding
 from compiler.ir.types import TensorType
 
@@ -16,6 +17,7 @@ from .indices import blocked_thread_positions
 from .llvm_helpers import (I32, barrier, byte_width, call_intrinsic, from_i32_words, i32,
                            shuffle_xor, to_i32_words)
 from .lower_convert import flat_offset, shared_load, shared_store
+from .lowering import LoweringError
 from .registry import lowers
 
 
@@ -54,6 +56,80 @@ class AxisGeometry:
                                            i32(self.real_warps - 1)))
 
 
+class LinearAxis:
+    """The reduced axis of any distributed layout, read from its linear layout: registers are
+    grouped by their coordinate off the axis; the lane bits whose bases move only along the axis
+    (and reach elements the registers and earlier bits do not) are shuffled; such warp bits go
+    through shared memory. Bases that move along the axis and another dim at once are not
+    supported (no Triton encoding has them)."""
+
+    def __init__(self, ctx, op, layout, shape, axis):
+        self.ctx = ctx
+        self.axis = axis
+        ll = to_linear_layout(layout, tuple(shape))
+        span = _Span()
+        for vec in ll.bases("register"):
+            self._check(op, layout, vec)
+            if self._on_axis(vec):
+                span.add(vec[axis])
+        self.lane_offsets = [1 << i for i, vec in enumerate(ll.bases("lane"))
+                             if self._check(op, layout, vec) and span.add(vec[axis])]
+        self.warp_positions = [i for i, vec in enumerate(ll.bases("warp"))
+                               if self._check(op, layout, vec) and span.add(vec[axis])]
+        self.real_warps = 1 << len(self.warp_positions)
+        self.groups: dict = {}
+        seen = set()
+        for reg, coords in enumerate(layouts.thread_elements(layout, tuple(shape), 0, 0)):
+            if coords in seen:
+                continue
+            seen.add(coords)
+            self.groups.setdefault(self.key(coords), []).append(reg)
+
+    def _on_axis(self, vec) -> bool:
+        return bool(vec[self.axis]) and not any(v for d, v in enumerate(vec) if d != self.axis)
+
+    def _check(self, op, layout, vec) -> bool:
+        """True if the basis moves along the axis only; False if it does not move along it."""
+        if not vec[self.axis]:
+            return False
+        if not self._on_axis(vec):
+            raise LoweringError(f"{op.name}: layout {layout} has a basis {list(vec)} that moves "
+                                f"along axis {self.axis} and another dim at once")
+        return True
+
+    def key(self, coords) -> tuple:
+        return tuple(c for d, c in enumerate(coords) if d != self.axis)
+
+    def warp_index(self):
+        """The warp's position along the axis: its axis bits, packed."""
+        ix = self.ctx.indexer
+
+        def make(b):
+            index = None
+            for j, p in enumerate(self.warp_positions):
+                bit = b.and_(b.lshr(ix.warp(), i32(p)), i32(1))
+                bit = b.shl(bit, i32(j)) if j else bit
+                index = bit if index is None else b.or_(index, bit)
+            return index if index is not None else i32(0)
+        return ix._cached(("warp_axis_bits", tuple(self.warp_positions)), make)
+
+
+class _Span:
+    """A GF(2) span of ints; `add` returns whether the value was new (independent)."""
+
+    def __init__(self):
+        self.basis: dict = {}
+
+    def add(self, value: int) -> bool:
+        while value:
+            top = value.bit_length() - 1
+            if top not in self.basis:
+                self.basis[top] = value
+                return True
+            value ^= self.basis[top]
+        return False
+
+
 def _combine(ctx, region, acc: tuple, value: tuple) -> tuple:
     return tuple(ctx.lower_region_inline(region, list(acc) + list(value)))
 
@@ -85,6 +161,8 @@ def lower_reduce(ctx, op):
     region = op.regions[0]
     t: TensorType = op.operands[0].type
     layout, shape = t.encoding, t.shape
+    if not layouts.has_slot_model(layout) or layouts.is_mma_family(layout):
+        return _lower_reduce_linear(ctx, op, region, layout, tuple(shape), axis)
     geo = AxisGeometry(ctx, layout, shape, axis)
     inputs = [ctx.get(v) for v in op.operands]
     b = ctx.builder
@@ -107,6 +185,40 @@ def lower_reduce(ctx, op):
     keys = [layouts.slot_without(s, {geo.raxis})
             for s in layouts.register_slots(result_layout, result_shape)] if result_shape \
         else [next(iter(accs))]
+    if geo.real_warps > 1:
+        accs = _across_warps(ctx, op, region, geo, accs, keys, result_layout, result_shape)
+    outputs = [accs[k] for k in keys]
+    for i, result in enumerate(op.results):
+        ctx.set(result, [out[i] for out in outputs])
+
+
+def _lower_reduce_linear(ctx, op, region, layout, shape: tuple, axis: int):
+    """tt.reduce on any layout from its linear layout (mma accumulators, their slices,
+    #ttg.linear): in-thread over each register group, butterfly shuffles over the axis's lane
+    bits, shared memory over its warp bits. The result is in the slice layout of the input."""
+    geo = LinearAxis(ctx, op, layout, shape, axis)
+    inputs = [ctx.get(v) for v in op.operands]
+    b = ctx.builder
+    accs = {}
+    for key, regs in geo.groups.items():
+        acc = tuple(values[regs[0]] for values in inputs)
+        for reg in regs[1:]:
+            acc = _combine(ctx, region, acc, tuple(values[reg] for values in inputs))
+        accs[key] = acc
+    for offset in reversed(geo.lane_offsets):
+        for key, acc in accs.items():
+            other = tuple(shuffle_xor(b, v, offset) for v in acc)
+            accs[key] = _combine(ctx, region, acc, other)
+    result_shape = tuple(s for d, s in enumerate(shape) if d != axis)
+    result_layout = SliceEncoding(axis, layout)
+    if result_shape:
+        keys = [tuple(c) for c in layouts.thread_elements(result_layout, result_shape, 0, 0)]
+    else:
+        keys = [()]
+    missing = [k for k in keys if k not in accs]
+    if missing:
+        raise LoweringError(f"{op.name}: result registers {missing[:4]} of {result_layout} are "
+                            f"not reduced by {layout}")
     if geo.real_warps > 1:
         accs = _across_warps(ctx, op, region, geo, accs, keys, result_layout, result_shape)
     outputs = [accs[k] for k in keys]
