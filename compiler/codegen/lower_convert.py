@@ -15,8 +15,8 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
-                           to_memory, type_bits)
+from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, inline_ptx, llvm_type,
+                           memory_type, to_memory, type_bits)
 from .registry import lowers
 
 
@@ -55,6 +55,9 @@ def shared_offset(builder, shared_layout, coords, shape):
     (row, col) sits at column col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling,
     which keeps each `vec` group contiguous and spreads the groups of consecutive rows over the
     banks. Other buffers are row-major."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        from .nvmma import emit_offset
+        return emit_offset(builder, shared_layout, coords, shape)
     if not follows_order(shared_layout):
         return flat_offset(builder, coords, shape)
     inner, outer = shared_layout.order[0], shared_layout.order[1]
@@ -266,6 +269,13 @@ def _store_width(value_type, shared_layout) -> int:
     return width if width & (width - 1) == 0 else 1
 
 
+def fence_for_async_proxy(ctx, shared_layout) -> None:
+    """After ordinary stores into a buffer that wgmma reads (an nvmma_shared layout):
+    `fence.proxy.async.shared::cta`, which makes them visible to the tensor cores' async proxy."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        inline_ptx(ctx.builder, ir.VoidType(), "fence.proxy.async.shared::cta;", "", [])
+
+
 @lowers(ttg.LocalAllocOp)
 def lower_local_alloc(ctx, op):
     """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
@@ -276,6 +286,7 @@ def lower_local_alloc(ctx, op):
         barrier(ctx.builder)
         write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
                         op.results[0].type.encoding)
+        fence_for_async_proxy(ctx, op.results[0].type.encoding)
         barrier(ctx.builder)
 
 
@@ -285,6 +296,7 @@ def lower_local_store(ctx, op):
     value, buf = op.operands
     barrier(ctx.builder)
     write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
+    fence_for_async_proxy(ctx, buf.type.encoding)
     barrier(ctx.builder)
 
 

@@ -1,4 +1,5 @@
-"""accelerate-matmul: move fp16/bf16 `tt.dot`s onto tensor cores (mma.sync m16n8k16, MMA v2)."""
+"""accelerate-matmul: move `tt.dot`s onto tensor cores: mma.sync m16n8k16 (MMA v2) before
+Hopper, warp-group wgmma (MMA v3, `compiler.passes.mma_v3`) on sm_90."""
 from __future__ import annotations
 
 from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
@@ -7,7 +8,8 @@ from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMma
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
 
-from .base import Pass, PassContext, register_pass
+from .base import Option, Pass, PassContext, register_pass
+from .mma_v3 import accelerate_v3, uses_wgmma
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
@@ -60,22 +62,31 @@ def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
 
 @register_pass
 class AccelerateMatmul(Pass):
-    """Rewrites each tt.dot that tensor cores can compute (f16/bf16 operands, f32 accumulator,
-    M, N, K multiples of 16, 8, 16) into the #ttg.nvidia_mma v2 accumulator layout, with
-    #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as Triton's AccelerateMatmul does for
-    sm_80+ without wgmma. Conversions are inserted around the dot; remove-layout-conversions then
-    carries the accumulator in the mma layout through loops. Other dots stay on FMA."""
+    """Rewrites each tt.dot that tensor cores can compute into a tensor-core accumulator
+    layout. Before sm_90 (f16/bf16 operands, f32 accumulator, M, N, K multiples of 16, 8, 16):
+    the #ttg.nvidia_mma v2 layout with #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as
+    Triton's AccelerateMatmul does for sm_80. On sm_90 (f16/bf16, tf32 for fp32 inputs, fp8;
+    M a multiple of 64 per warp group): a ttng.warp_group_dot with a v3 accumulator and its
+    operands in #ttg.nvmma_shared buffers (A may stay in registers when it is computed, as p in
+    attention). Conversions are inserted around the dot; remove-layout-conversions then
+    carries the accumulator through loops. Other dots stay on FMA."""
 
     name = "accelerate-matmul"
     stage = "ttgir"
     requires = TTGIR
     invalidates = (SHARED_ALLOCATED,)
+    options_spec = (Option("compute-capability", int, 0,
+                           "target capability (0: the compile option arch, else 80)"),)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         attr = module.attributes.get("ttg.num-warps")
         num_warps = attr.value if attr is not None else 4
+        capability = self.options["compute-capability"] or int(ctx.options.get("arch") or 80)
         changed = False
         for op in [o for o in module.walk() if isinstance(o, DotOp)]:
+            if uses_wgmma(capability) and accelerate_v3(op, num_warps, ctx):
+                changed = True
+                continue
             mma = mma_encoding_for(op, num_warps)
             if mma is None:
                 continue
