@@ -1,0 +1,113 @@
+"""Hopper tensor cores on the CPU: accelerate-matmul for sm_90 (mma v3, nvmma_shared operands,
+ttng.warp_group_dot), the pipeliner's asynchronous wgmma schedule, the nvmma_shared address
+formula against its linear layout, the wgmma fragments against the PTX ISA, and PTX that ptxas
+takes for sm_90a. Numbers on the GPU: bench/bench_wgmma.py (bench/RESULTS.md)."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from compiler.analysis.layout_to_linear import OFFSET, to_linear_layout
+from compiler.codegen.lower_wgmma import fragment_registers
+from compiler.codegen.nvmma import descriptor_fields, offset_of
+from compiler.dialects.ttg import NVMMASharedEncoding, NvidiaMmaEncoding
+from compiler.passes.mma_v3 import instr_n, warps_per_tile_v3
+from sample_kernels.matmul import matmul_kernel
+from tests.cpu.filecheck import filecheck
+from tests.cpu.mma_cases import compile_jit
+
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")
+
+
+def _matmul(bm, bn, bk, warps, stages, arch=90, dtype=np.float16, stop_after="ttgir"):
+    m = n = k = 512
+    args = [np.zeros(m * k, dtype), np.zeros(k * n, dtype), np.zeros(m * n, np.float16),
+            m, n, k, k, 1, n, 1, n, 1]
+    compiled, _ = compile_jit(matmul_kernel, args,
+                              {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk,
+                               "GROUP_SIZE_M": 8},
+                              {"num_warps": warps, "num_stages": stages}, None,
+                              stop_after=stop_after, target={"arch": arch})
+    return compiled
+
+
+@pytest.mark.parametrize("swizzle,transposed,bits,shape", [
+    (128, False, 16, (128, 64)), (128, False, 16, (64, 256)), (128, True, 16, (64, 128)),
+    (64, False, 16, (64, 32)), (32, False, 16, (64, 16)), (128, False, 32, (64, 32)),
+    (128, True, 32, (32, 128)), (128, False, 8, (64, 128))])
+def test_nvmma_offsets_match_the_linear_layout(swizzle, transposed, bits, shape):
+    enc = NVMMASharedEncoding(swizzle, transposed, bits)
+    layout = to_linear_layout(enc, shape)
+    for offset in range(shape[0] * shape[1]):
+        found = layout.apply({OFFSET: offset})
+        coords = tuple(found[d] for d in layout.out_dims)
+        assert offset_of(enc, shape, coords) == offset, (coords, offset)
+
+
+def test_descriptor_strides_for_128_byte_swizzle():
+    # 128-byte rows: 8 rows (a core-matrix group) are 1024 bytes apart; a 64-column block of a
+    # 64-row buffer is 8 KiB
+    assert descriptor_fields(NVMMASharedEncoding(128, False, 16), (64, 256)) == (8192, 1024, 1)
+    assert descriptor_fields(NVMMASharedEncoding(64, False, 16), (64, 32)) == (4096, 512, 2)
+
+
+def test_accumulator_fragment_follows_the_ptx_layout():
+    """Lane 0 of warp 0 holds, for each 8-column piece j of the m64nN tile, d[4j..4j+3] at
+    (0, 8j), (0, 8j+1), (8, 8j), (8, 8j+1)."""
+    mma = NvidiaMmaEncoding(3, 0, (8, 1), (16, 256, 16))
+    from compiler.codegen.lower_wgmma import _thread_zero_coords
+    coords = _thread_zero_coords(mma, (128, 256))
+    regs = fragment_registers(mma, (128, 256), (16, 256), (0, 0))
+    assert len(regs) == 128
+    for i, reg in enumerate(regs):
+        j, e = divmod(i, 4)
+        assert coords[reg] == ((e // 2) * 8, 8 * j + e % 2)
+
+
+def test_warps_and_instruction_shape():
+    assert warps_per_tile_v3((128, 256), 8) == (8, 1)
+    assert warps_per_tile_v3((64, 256), 8) == (4, 2)
+    assert warps_per_tile_v3((128, 128), 6) is None
+    assert instr_n(256) == 256 and instr_n(96) == 96 and instr_n(384) == 192
+
+
+def test_sm90_matmul_gets_wgmma_with_nvmma_operands_and_an_async_pipeline():
+    ttgir = _matmul(128, 256, 64, 8, 3).asm["ttgir"]
+    filecheck(ttgir, """
+        CHECK: #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [8, 1], instrShape = [16, 256, 16]}>
+        CHECK: #[[S:shared]] = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+        CHECK: ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x128x64xf16, #[[S]], #smem, mutable>
+        CHECK: ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x64x256xf16, #[[S]], #smem, mutable>
+        CHECK: scf.for
+        CHECK: ttg.async_wait {num = 1 : i32}
+        CHECK: ttng.warp_group_dot {{.*}} {isAsync = true} : !ttg.memdesc<128x64xf16, #[[S]], #smem, mutable> * !ttg.memdesc<64x256xf16, #[[S]], #smem, mutable> -> tensor<128x256xf32, #mma>
+        CHECK-NEXT: ttng.warp_group_dot_wait {{.*}} {pendings = 1 : i32}
+        CHECK-NEXT: gpu.barrier
+        CHECK: ttg.async_copy_global_to_local
+        CHECK: scf.yield
+        CHECK: ttng.warp_group_dot_wait {{.*}} {pendings = 0 : i32} : tensor<128x256xf32, #mma>
+    """)
+
+
+def test_sm80_keeps_mma_v2():
+    ttgir = _matmul(128, 128, 64, 4, 3, arch=80).asm["ttgir"]
+    assert "versionMajor = 2" in ttgir and "warp_group_dot" not in ttgir
+
+
+@needs_ptxas
+def test_wgmma_ptx_targets_sm90a_and_assembles_without_spills():
+    compiled = _matmul(128, 256, 64, 8, 3, stop_after=None)
+    ptx = compiled.asm["ptx"]
+    assert re.search(r"^\.target sm_90a$", ptx, re.M)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4   # K 64 / 16
+    for text in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                 "wgmma.wait_group.sync.aligned 1", "wgmma.wait_group.sync.aligned 0",
+                 "cp.async.cg.shared.global"):
+        assert text in ptx, text
+    # the descriptors' high word: SBO 1024 >> 4 and swizzle mode 1 (128 bytes)
+    constants = {int(c) >> 32 for c in re.findall(r"or\.b64\s+%rd\d+, %rd\d+, (\d+);", ptx)}
+    assert 64 | 1 << 30 in constants, constants
+    assert compiled.trace.cubin_info["spill_stores"] == 0, compiled.trace.cubin_info["report"]
