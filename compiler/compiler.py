@@ -342,7 +342,8 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
     module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
-                           {"num_warps": opts.num_warps})
+                           {"num_warps": opts.num_warps,
+                            "default_dot_input_precision": opts.default_dot_input_precision})
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 

@@ -19,7 +19,8 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `signature` maps each runtime parameter to a Triton type string ("*fp32", "i32", ...),
     `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
     `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
-    (default: the environment's TILE_DEBUG=1, read here once) keeps internal tracebacks.
+    (default: the environment's TILE_DEBUG=1, read here once) keeps internal tracebacks;
+    `options["default_dot_input_precision"]` is tl.dot's precision when the call gives none.
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -36,7 +37,8 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     try:
         src = FunctionSource.of(inner)
         module = Module(loc=src.location(src.tree))
-        mctx = ModuleContext(module, bool(debug))
+        mctx = ModuleContext(module, bool(debug),
+                             options.get("default_dot_input_precision") or "tf32")
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

@@ -22,13 +22,17 @@ class NotInKernelError(RuntimeError):
 class dtype:
     """A scalar element type with its signedness (IR integers are signless; the DSL's are not).
 
-    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp16, bf16, fp32, fp64.
+    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp8e4nv, fp8e5, fp16,
+    bf16, fp32, fp64.
     """
 
     SINT = ("int8", "int16", "int32", "int64")
     UINT = ("int1", "uint8", "uint16", "uint32", "uint64")  # int1 is unsigned, as in Triton
-    FP = ("fp16", "bf16", "fp32", "fp64")
-    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+    FP = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    _BITS = {"fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
+    _IR_KINDS = {"fp8e4nv": "f8E4M3FN", "fp8e5": "f8E5M2", "fp16": "f16", "bf16": "bf16",
+                 "fp32": "f32", "fp64": "f64"}
+    _PY_NAMES = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 
     def __init__(self, name: str):
         if name not in self.SINT + self.UINT + self.FP:
@@ -80,7 +84,7 @@ class dtype:
     def primitive_bitwidth(self) -> int:
         """The width in bits (1 for int1)."""
         if self.is_floating():
-            return {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}[self.name]
+            return self._BITS[self.name]
         return int(self.name.lstrip("uint"))
 
     @property
@@ -96,7 +100,7 @@ class dtype:
     def to_ir(self) -> irt.Type:
         """The IR type (signless integers, MLIR float kinds)."""
         if self.is_floating():
-            return irt.FloatType({"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}[self.name])
+            return irt.FloatType(self._IR_KINDS[self.name])
         return irt.IntegerType(self.primitive_bitwidth)
 
     def kind(self) -> int:
@@ -211,13 +215,16 @@ uint8 = dtype("uint8")
 uint16 = dtype("uint16")
 uint32 = dtype("uint32")
 uint64 = dtype("uint64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
 
 DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                                      uint64, float16, bfloat16, float32, float64)}
+                                      uint64, float8e4nv, float8e5, float16, bfloat16, float32,
+                                      float64)}
 SIGNATURE_ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                      "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                      "u64": "uint64", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32",

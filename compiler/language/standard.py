@@ -566,7 +566,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")
-        precision = "ieee" if tf32 is False else "tf32"
+        precision = {False: "ieee", True: "tf32"}.get(tf32, _sem.default_dot_input_precision)
     if precision not in ("tf32", "tf32x3", "ieee"):
         raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
     if out_dtype is not None:

@@ -22,7 +22,10 @@ from compiler.ir.core import Operation, Value
 from compiler.ir.traits import MemoryRead
 from compiler.ir.types import MemDescType, TensorType, i32
 
+from compiler.dialects.arith import BINARY_OPS, CAST_OPS
+
 from .base import PassContext
+from .ir_utils import insert_new, make_constant
 from .ttgir_rewrite import insert_convert, insert_convert_after
 
 #: wgmma's operand kinds: the PTX type name and the instruction's K
@@ -129,6 +132,42 @@ def _shared_operand(value: Value, op_idx: int, kind: str, before: Operation) -> 
                          None, before.loc)
     before.parent.insert_before(before, alloc)
     return alloc.results[0]
+
+
+#: the bits of an fp32 that tf32 keeps (sign, exponent, 10 mantissa bits)
+TF32_MASK = -(1 << 13)
+
+
+def _tf32_split(value: Value, before: Operation) -> tuple:
+    """(big, small) with big = value truncated to tf32 and small = value - big (exact)."""
+    t: TensorType = value.type
+    as_int = t.with_element(i32)
+    bits = insert_new(CAST_OPS["bitcast"], [value], [as_int], {}, before).results[0]
+    mask = make_constant(TF32_MASK, as_int, before)
+    kept = insert_new(BINARY_OPS["andi"], [bits, mask], [as_int], {}, before).results[0]
+    big = insert_new(CAST_OPS["bitcast"], [kept], [t], {}, before).results[0]
+    small = insert_new(BINARY_OPS["subf"], [value, big], [t], {}, before).results[0]
+    return big, small
+
+
+def split_tf32x3(op: Operation, ctx: PassContext) -> list:
+    """Triton's "tf32x3": an fp32 dot as three tf32 dots, a_small b_big + a_big b_small +
+    a_big b_big (smallest terms first), which recovers about fp32 accuracy on tensor cores.
+    Returns the new tt.dot ops (the old one is replaced)."""
+    a, b, c = (_source(v) for v in op.operands)
+    a_big, a_small = _tf32_split(a, op)
+    b_big, b_small = _tf32_split(b, op)
+    acc = c
+    dots = []
+    for x, y in ((a_small, b_big), (a_big, b_small), (a_big, b_big)):
+        dot = insert_new(DotOp, [x, y, acc], [op.results[0].type],
+                         {"inputPrecision": StringAttr("tf32")}, op)
+        dots.append(dot)
+        acc = dot.results[0]
+    op.results[0].replace_all_uses_with(acc)
+    op.erase()
+    ctx.record_pattern("tt.dot tf32x3 -> 3 tf32 dots", op=dots[-1])
+    return dots
 
 
 def accelerate_v3(op: Operation, num_warps: int, ctx: PassContext) -> bool:

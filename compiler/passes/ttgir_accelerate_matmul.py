@@ -9,7 +9,7 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
 
 from .base import Option, Pass, PassContext, register_pass
-from .mma_v3 import accelerate_v3, uses_wgmma
+from .mma_v3 import accelerate_v3, split_tf32x3, uses_wgmma, wgmma_kind
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
@@ -83,7 +83,14 @@ class AccelerateMatmul(Pass):
         num_warps = attr.value if attr is not None else 4
         capability = self.options["compute-capability"] or int(ctx.options.get("arch") or 80)
         changed = False
+        dots = []
         for op in [o for o in module.walk() if isinstance(o, DotOp)]:
+            if uses_wgmma(capability) and op.input_precision == "tf32x3" and \
+                    wgmma_kind(op) == "tf32":
+                dots += split_tf32x3(op, ctx)
+            else:
+                dots.append(op)
+        for op in dots:
             if uses_wgmma(capability) and accelerate_v3(op, num_warps, ctx):
                 changed = True
                 continue
