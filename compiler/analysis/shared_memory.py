@@ -19,7 +19,7 @@ from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp,
                                   TransOp)
 from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
-                                   NVMMASharedEncoding)
+                                   NVMMASharedEncoding, NvidiaMmaEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
@@ -48,6 +48,19 @@ def _same_distribution(src, dst) -> bool:
     return src.encoding == dst.encoding
 
 
+def exchange_row_padding(src: TensorType) -> int:
+    """Elements of padding after each row of the exchange buffer a conversion out of `src`
+    uses: 16 bytes for a wgmma (mma v3) accumulator, whose warps write 8 rows x 4 pairs at a
+    time: with rows a multiple of 128 bytes apart those 8 rows hit the same banks (8-way
+    conflicts); 16 bytes more per row puts them in 8 different bank groups, and rows stay
+    16-byte aligned for the vector reads. 0 for other layouts."""
+    enc = src.encoding
+    if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3 or len(src.shape) != 2:
+        return 0
+    row_bytes = src.shape[-1] * byte_width(src)
+    return 16 // byte_width(src) if row_bytes % 16 == 0 else 0
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared memory `op` needs while it runs (0 for most ops):
     convert_layout: the whole tensor (numel * element bytes) unless the layouts are equal;
@@ -61,7 +74,8 @@ def scratch_bytes(op: Operation) -> int:
         src, dst = op.operands[0].type, op.results[0].type
         if _same_distribution(src, dst):
             return 0
-        return _numel(src.shape) * byte_width(src)
+        rows = _numel(src.shape) // src.shape[-1]
+        return rows * (src.shape[-1] + exchange_row_padding(src)) * byte_width(src)
     if isinstance(op, (TransOp, ReshapeOp)):
         # lowered as an exchange through shared memory (codegen/lower_shape.py), like a
         # conversion, unless a reshape keeps shape and distribution

@@ -15,6 +15,8 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
+from compiler.analysis.shared_memory import exchange_row_padding
+
 from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, inline_ptx, llvm_type,
                            memory_type, to_memory, type_bits)
 from .registry import lowers
@@ -120,7 +122,11 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
     one vector access of up to 16 bytes (`vector_runs`)."""
     b = ctx.builder
     ty = values[0].type
-    nbytes = src_type.numel * max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1)
+    # rows padded where the source layout would otherwise write with bank conflicts
+    pad = exchange_row_padding(src_type) if dst_coords_to_src is None else 0
+    buffer_shape = tuple(src_type.shape[:-1]) + (src_type.shape[-1] + pad,)
+    nbytes = (src_type.numel // src_type.shape[-1] * buffer_shape[-1] *
+              max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1))
     base = ctx.scratch(nbytes)
     src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
     barrier(b)
@@ -130,7 +136,7 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
         width = runs.get(reg, 1)
         if width == 0:
             continue
-        offset = flat_offset(b, src_coords[reg], src_type.shape)
+        offset = flat_offset(b, src_coords[reg], buffer_shape)
         if width == 1:
             shared_store(ctx, base, offset, values[reg])
             continue
@@ -146,7 +152,7 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
         width = runs.get(reg, 1)
         if width == 0:
             continue
-        offset = flat_offset(b, coords, src_type.shape)
+        offset = flat_offset(b, coords, buffer_shape)
         if width == 1:
             out.append(shared_load(ctx, base, offset, ty))
             continue

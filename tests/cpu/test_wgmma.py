@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import textwrap
 
 import numpy as np
 import pytest
@@ -111,3 +112,111 @@ def test_wgmma_ptx_targets_sm90a_and_assembles_without_spills():
     constants = {int(c) >> 32 for c in re.findall(r"or\.b64\s+%rd\d+, %rd\d+, (\d+);", ptx)}
     assert 64 | 1 << 30 in constants, constants
     assert compiled.trace.cubin_info["spill_stores"] == 0, compiled.trace.cubin_info["report"]
+
+
+def _round_trip_kernel(mma: str, m: int, n: int, element: str) -> str:
+    """y = x through #blocked -> #mma (v3) -> #blocked conversions (the epilogue's exchange)."""
+    from tests.cpu.test_linear_lowering_simt import BLOCKED, _offsets
+    t = f"tensor<{m}x{n}x{element}"
+    p = f"tensor<{m}x{n}x!tt.ptr<{element}>"
+    return textwrap.dedent(f"""
+    #b = {BLOCKED}
+    #b0 = #ttg.slice<{{dim = 0, parent = #b}}>
+    #b1 = #ttg.slice<{{dim = 1, parent = #b}}>
+    #mma = {mma}
+    module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 32 : i32}} {{
+      tt.func public @round_trip(%x: !tt.ptr<{element}>, %y: !tt.ptr<{element}>) {{
+        {_offsets("b", "b", m, n)}
+        %xs = tt.splat %x : !tt.ptr<{element}> -> {p}, #b>
+        %xp = tt.addptr %xs, %boff : {p}, #b>, tensor<{m}x{n}xi32, #b>
+        %xb = tt.load %xp : {p}, #b>
+        %v = ttg.convert_layout %xb : {t}, #b> -> {t}, #mma>
+        %w = ttg.convert_layout %v : {t}, #mma> -> {t}, #b>
+        %ys = tt.splat %y : !tt.ptr<{element}> -> {p}, #b>
+        %yp = tt.addptr %ys, %boff : {p}, #b>, tensor<{m}x{n}xi32, #b>
+        tt.store %yp, %w : {p}, #b>
+        tt.return
+      }}
+    }}
+    """)
+
+
+@pytest.mark.parametrize("element,dtype", [("f32", np.float32), ("f16", np.float16)])
+def test_epilogue_exchange_pads_rows_and_keeps_values(element, dtype):
+    """The conversion out of a wgmma accumulator goes through a buffer whose rows are 16 bytes
+    longer (no 8-way bank conflicts on the accumulator's 8-row stores); values are unchanged."""
+    from compiler.analysis.shared_memory import exchange_row_padding
+    from compiler.codegen.lowering import LoweringOptions, lower_module
+    from compiler.ir import parse_module
+    from compiler.ir.types import FloatType, TensorType
+    from tests.cpu.simt import run_kernel
+    mma = ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], "
+           "instrShape = [16, 64, 16]}>")
+    m = n = 64
+    module = parse_module(_round_trip_kernel(mma, m, n, element))
+    v3 = next(op for op in module.walk() if op.name == "ttg.convert_layout" and
+              "nvidia_mma" in str(op.operands[0].type))
+    assert exchange_row_padding(v3.operands[0].type) == 16 // np.dtype(dtype).itemsize
+    assert exchange_row_padding(TensorType((m, n), FloatType(element), None)) == 0
+    kernel = lower_module(module, LoweringOptions(optimize=False))
+    x = np.random.default_rng(3).standard_normal((m, n)).astype(dtype)
+    memory = run_kernel(kernel, (1,), [x, np.zeros_like(x)])
+    np.testing.assert_array_equal(memory.read(1, np.zeros_like(x)), x)
+
+
+def _fp32_matmul(precision: str, stop_after="ttgir"):
+    from bench.bench_wgmma import load
+    from compiler.compiler import compile as compile_source
+    from compiler.runtime.specialization import ASTSource
+    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+           "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
+    const = dict(sak=1, sbn=1, scn=1, BM=128, BN=128, BK=32, GROUP_M=8, PRECISION=precision,
+                 ACC_F16=False)
+    src = ASTSource(load(True).matmul_kernel, sig, const,
+                    {"divisibility_16": ["a_ptr", "b_ptr", "c_ptr", "sam", "sbk", "scm"]})
+    return compile_source(src, options={"num_warps": 4, "arch": 90}, stop_after=stop_after)
+
+
+def test_fp32_precisions_on_sm90():
+    """tf32 (the default): one tf32 wgmma per K step of 8, both operands K-major; "tf32x3": the
+    operands split into tf32 big and small parts, three dots; "ieee": FMA."""
+    tf32 = _fp32_matmul("tf32").asm["ttgir"]
+    filecheck(tf32, """
+        CHECK: #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 8]}>
+        CHECK-DAG: #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 32}>
+        CHECK-DAG: #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = true, elementBitWidth = 32}>
+        CHECK: ttng.warp_group_dot {{.*}}inputPrecision = "tf32"
+    """)
+    x3 = _fp32_matmul("tf32x3").asm["ttgir"]
+    assert x3.count("ttng.warp_group_dot ") == 3 and "arith.bitcast" in x3
+    assert "warp_group_dot" not in _fp32_matmul("ieee").asm["ttgir"]
+
+
+@needs_ptxas
+def test_tf32_and_register_a_ptx():
+    ptx = _fp32_matmul("tf32", stop_after=None).asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in ptx
+    from tests.cpu.mma_cases import chained_dot_kernel
+    a, b, v = (np.zeros((64, 64), np.float16) for _ in range(3))
+    compiled, _ = compile_jit(chained_dot_kernel, [a, b, v, np.zeros((64, 64), np.float32)],
+                              {"M": 64, "N": 64, "K": 64}, {"num_warps": 4}, None,
+                              stop_after=None, target={"arch": 90})
+    text = compiled.asm["ptx"]
+    # the second dot reads p from registers: four 32-bit words instead of a descriptor
+    assert re.search(r"wgmma\.mma_async\S+ \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+",
+                     text)
+    assert "fence.proxy.async.shared::cta" in text     # v was stored by ordinary st.shared
+    assert "#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>" in compiled.asm["ttgir"]
+
+
+def test_default_dot_input_precision_option():
+    """`default_dot_input_precision` is tl.dot's precision when the call names none."""
+    from compiler.frontend import generate_ttir
+    from tests.cpu.mma_cases import tile_dot_kernel
+    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
+    const = {"M": 16, "N": 16, "K": 16}
+    for option, expected in ((None, "tf32"), ("ieee", "ieee"), ("tf32x3", "tf32x3")):
+        module = generate_ttir(tile_dot_kernel, sig, const, None,
+                               {"default_dot_input_precision": option})
+        dot = next(op for op in module.walk() if op.name == "tt.dot")
+        assert dot.input_precision == expected
