@@ -25,7 +25,7 @@ KERNEL = '''
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                  PRECISION: tl.constexpr, ACC_F16: tl.constexpr):
+                  PRECISION: tl.constexpr, ACC_F16: tl.constexpr, IMPRECISE: tl.constexpr):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -47,7 +47,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     for k in range(0, tl.cdiv(K, BK)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, max_num_imprecise_acc=IMPRECISE)
         a_ptrs += BK * sak
         b_ptrs += BK * sbk
     c = acc.to(c_ptr.dtype.element_ty)
@@ -85,7 +85,7 @@ def load(ours: bool):
     return module
 
 
-def launch(module, a, b, c, config, precision="tf32", acc_f16=False):
+def launch(module, a, b, c, config, precision="tf32", acc_f16=False, imprecise=None):
     bm, bn, bk, warps, stages = config
     M, K = a.shape
     N = b.shape[1]
@@ -93,6 +93,7 @@ def launch(module, a, b, c, config, precision="tf32", acc_f16=False):
     module.matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                b.stride(1), c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk,
                                GROUP_M=8, PRECISION=precision, ACC_F16=acc_f16,
+                               IMPRECISE=imprecise,
                                num_warps=warps, num_stages=stages)
 
 

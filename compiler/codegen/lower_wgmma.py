@@ -128,9 +128,35 @@ def _wgmma(builder, shape: tuple, types: tuple, acc: list, a_operand, b_desc, tr
     return [builder.extract_value(result, i) for i in range(count)]
 
 
+def wait_group(builder, values: list, pendings: int) -> list:
+    """`wgmma.wait_group.sync.aligned pendings` with `values` (registers) passed through it."""
+    asm = f"wgmma.wait_group.sync.aligned {pendings};"
+    if not values:
+        inline_ptx(builder, ir.VoidType(), asm, "", [])
+        return []
+    letters = {16: "h", 32: "r", 64: "l"}
+    kinds = ["f" if isinstance(v.type, ir.FloatType) else letters[type_bits(v.type)]
+             for v in values]
+    constraints = [f"={x}" for x in kinds] + [str(i) for i in range(len(values))]
+    ret = ir.LiteralStructType([v.type for v in values])
+    result = inline_ptx(builder, ret, asm, ",".join(constraints), values)
+    return [builder.extract_value(result, i) for i in range(len(values))]
+
+
+def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
+    """K steps after which an fp8 dot adds its partial (lower-precision) wgmma accumulator
+    into the f32 one (`maxNumImpreciseAcc` K elements, Triton's meaning); None: never."""
+    limit = op.attributes.get("maxNumImpreciseAcc")
+    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value < k_total:
+        return None
+    return max(1, limit.value // instr_k)
+
+
 @lowers(ttng.WarpGroupDotOp)
 def lower_warp_group_dot(ctx, op):
-    """`ttng.warp_group_dot`: fence, one wgmma per (M rep, N rep, K step), commit."""
+    """`ttng.warp_group_dot`: fence, one wgmma per (M rep, N rep, K step), commit. An fp8 dot
+    with `maxNumImpreciseAcc` accumulates each run of that many K elements into zeroed
+    registers, waits for them and adds them to the accumulator in f32."""
     a, bv, c = op.operands
     b = ctx.builder
     ct: TensorType = c.type
@@ -151,6 +177,10 @@ def lower_warp_group_dot(ctx, op):
     a_op = _SharedOperand(ctx, a, 0, mma) if a_shared else None
     a_regs = None if a_shared else ctx.get(a)
     inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
+    flush = _flush_steps(op, a_type, instr_k, k_total)
+    steps = k_total // instr_k
+    runs = [range(steps)] if flush is None else [range(s, min(s + flush, steps))
+                                                for s in range(0, steps, flush)]
     rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
     for rm in range(m // rows_per_rep):
         for rn in range(n // cols_per_rep):
@@ -159,17 +189,28 @@ def lower_warp_group_dot(ctx, op):
             words = [acc[r] for r in regs]
             if acc_is_f16:
                 words = pack_words(b, words, 32)
-            for kk in range(k_total // instr_k):
-                b_desc = b_op.descriptor(ctx, rn * cols_per_rep, kk * instr_k)
-                if a_shared:
-                    a_operand = a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
-                else:
-                    a_idx = fragment_registers(a.type.encoding, a.type.shape, (16, instr_k),
-                                               (rm * rows_per_rep, kk * instr_k))
-                    a_operand = pack_words(b, [a_regs[i] for i in a_idx], 32)
-                words = _wgmma(b, (instr_n, instr_k), types, words, a_operand, b_desc,
-                               (a_op.transposed if a_shared else False, b_op.transposed),
-                               acc_is_f16)
+            total = words
+            for run in runs:
+                if flush is not None:       # a fresh partial accumulator for this run
+                    inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
+                    words = [ir.Constant(F32, 0.0)] * len(total)
+                for kk in run:
+                    b_desc = b_op.descriptor(ctx, rn * cols_per_rep, kk * instr_k)
+                    if a_shared:
+                        a_operand = a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
+                    else:
+                        a_idx = fragment_registers(a.type.encoding, a.type.shape,
+                                                   (16, instr_k),
+                                                   (rm * rows_per_rep, kk * instr_k))
+                        a_operand = pack_words(b, [a_regs[i] for i in a_idx], 32)
+                    words = _wgmma(b, (instr_n, instr_k), types, words, a_operand, b_desc,
+                                   (a_op.transposed if a_shared else False, b_op.transposed),
+                                   acc_is_f16)
+                if flush is not None:
+                    inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
+                    words = wait_group(b, words, 0)
+                    total = [b.fadd(t, w) for t, w in zip(total, words)]
+            words = total if flush is not None else words
             if acc_is_f16:
                 words = unpack_words(b, words, llvm_type(ct), 2)
             for r, value in zip(regs, words):
@@ -188,19 +229,7 @@ def lower_warp_group_dot_wait(ctx, op):
         regs = list(ctx.get(v)) if isinstance(v.type, TensorType) else []
         spans.append((len(values), len(regs)))
         values += regs
-    b = ctx.builder
-    asm = f"wgmma.wait_group.sync.aligned {pendings};"
-    if not values:
-        inline_ptx(b, ir.VoidType(), asm, "", [])
-        out = []
-    else:
-        letters = {16: "h", 32: "r", 64: "l"}
-        kinds = ["f" if isinstance(v.type, ir.FloatType) else letters[type_bits(v.type)]
-                 for v in values]
-        constraints = [f"={x}" for x in kinds] + [str(i) for i in range(len(values))]
-        ret = ir.LiteralStructType([v.type for v in values])
-        result = inline_ptx(b, ret, asm, ",".join(constraints), values)
-        out = [b.extract_value(result, i) for i in range(len(values))]
+    out = wait_group(ctx.builder, values, pendings)
     for v, r, (start, count) in zip(op.operands, op.results, spans):
         if isinstance(v.type, TensorType):
             ctx.set(r, out[start:start + count])

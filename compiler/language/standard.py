@@ -582,8 +582,14 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
             raise SemanticError(f"tl.dot's accumulator has shape {list(acc_t.shape)}, expected "
                                 f"{list(shape)}")
         out = acc_t.dtype
-    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape),
-                    {"inputPrecision": StringAttr(precision)})
+    attrs = {"inputPrecision": StringAttr(precision)}
+    imprecise = _opt_const(max_num_imprecise_acc, "max_num_imprecise_acc")
+    if imprecise is not None:
+        if a.dtype.name.startswith("fp8") and not 0 <= imprecise <= a.shape[1]:
+            raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be between 0 and "
+                                f"K ({a.shape[1]})")
+        attrs["maxNumImpreciseAcc"] = int_attr(imprecise)
+    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape), attrs)
 
 
 # ---- hints, assertions, printing ---------------------------------------------------------------

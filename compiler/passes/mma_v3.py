@@ -201,6 +201,8 @@ def accelerate_v3(op: Operation, num_warps: int, ctx: PassContext) -> bool:
     attrs = {"isAsync": BoolAttr(False)}
     if kind == "tf32":
         attrs["inputPrecision"] = StringAttr("tf32")
+    if "maxNumImpreciseAcc" in op.attributes:
+        attrs["maxNumImpreciseAcc"] = op.attributes["maxNumImpreciseAcc"]
     dot = WarpGroupDotOp([a_new, b_new, c_new], [acc_type], attrs, None, op.loc)
     op.parent.insert_before(op, dot)
     wait = WarpGroupDotWaitOp([dot.results[0]], [acc_type],

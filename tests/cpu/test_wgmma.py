@@ -164,17 +164,40 @@ def test_epilogue_exchange_pads_rows_and_keeps_values(element, dtype):
     np.testing.assert_array_equal(memory.read(1, np.zeros_like(x)), x)
 
 
-def _fp32_matmul(precision: str, stop_after="ttgir"):
+def _bench_matmul(element: str, out: str, block: tuple, warps: int, precision="tf32",
+                  imprecise=None, stop_after="ttgir"):
+    """The bench's matmul kernel (bench/bench_wgmma.py) for sm_90, strides of 1 specialized."""
     from bench.bench_wgmma import load
     from compiler.compiler import compile as compile_source
     from compiler.runtime.specialization import ASTSource
-    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
-           "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
-    const = dict(sak=1, sbn=1, scn=1, BM=128, BN=128, BK=32, GROUP_M=8, PRECISION=precision,
-                 ACC_F16=False)
+    sig = {"a_ptr": f"*{element}", "b_ptr": f"*{element}", "c_ptr": f"*{out}", "M": "i32",
+           "N": "i32", "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
+    bm, bn, bk = block
+    const = dict(sak=1, sbn=1, scn=1, BM=bm, BN=bn, BK=bk, GROUP_M=8, PRECISION=precision,
+                 ACC_F16=False, IMPRECISE=imprecise)
     src = ASTSource(load(True).matmul_kernel, sig, const,
-                    {"divisibility_16": ["a_ptr", "b_ptr", "c_ptr", "sam", "sbk", "scm"]})
-    return compile_source(src, options={"num_warps": 4, "arch": 90}, stop_after=stop_after)
+                    {"divisibility_16": list(sig)})
+    return compile_source(src, options={"num_warps": warps, "arch": 90}, stop_after=stop_after)
+
+
+def _fp32_matmul(precision: str, stop_after="ttgir"):
+    return _bench_matmul("fp32", "fp32", (128, 128, 32), 4, precision, stop_after=stop_after)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("element,ptx_type", [("fp8e4nv", "e4m3"), ("fp8e5", "e5m2")])
+def test_fp8_dots_use_k32_wgmma_and_split_imprecise_accumulation(element, ptx_type):
+    """fp8 operands: K-major buffers (wgmma cannot transpose 8-bit types), k32 instructions;
+    max_num_imprecise_acc = 64 of K = 128 adds the partial accumulator into f32 twice."""
+    plain = _bench_matmul(element, "fp16", (128, 256, 128), 8, stop_after=None)
+    ptx = plain.asm["ptx"]
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n256k32.f32.{ptx_type}.{ptx_type}") == 4
+    assert "transposed = true, elementBitWidth = 8" in plain.asm["ttgir"]
+    assert plain.trace.cubin_info["spill_stores"] == 0
+    split = _bench_matmul(element, "fp16", (128, 256, 128), 8, imprecise=64, stop_after=None)
+    assert "maxNumImpreciseAcc = 64" in split.asm["ttgir"]
+    waits = split.asm["ptx"].count("wgmma.wait_group.sync.aligned 0")
+    assert waits == ptx.count("wgmma.wait_group.sync.aligned 0") + 2
 
 
 def test_fp32_precisions_on_sm90():
