@@ -106,6 +106,8 @@ def check(torch, ours, rows):
             for config in (big, small):
                 cases.append((dtype, M, N, K, config, "tf32", False))
     cases.append((torch.float16, 640, 768, 512, small, "tf32", True))      # fp16 accumulation
+    cases.append((torch.float16, 640, 768, 512, big, "tf32", True))
+    cases.append((torch.float16, 77, 300, 61, small, "tf32", True))
     for precision in ("tf32", "ieee"):
         cases.append((torch.float32, 512, 384, 256, (128, 128, 32, 4, 3), precision, False))
         cases.append((torch.float32, 300, 200, 100, (128, 128, 32, 4, 3), precision, False))
@@ -115,9 +117,13 @@ def check(torch, ours, rows):
         if hasattr(torch, fp8):
             cases.append((getattr(torch, fp8), 512, 512, 512, (128, 256, 128, 8, 3), "tf32", False))
             cases.append((getattr(torch, fp8), 200, 300, 160, (128, 128, 128, 4, 3), "tf32", False))
-    for dtype, M, N, K, config, precision, acc_f16 in cases:
+            cases.append((getattr(torch, fp8), 512, 512, 512, (128, 256, 128, 8, 3), "tf32",
+                          False, 64))
+    for dtype, M, N, K, config, precision, acc_f16, *imprecise in cases:
+        imprecise = imprecise[0] if imprecise else None
         name = (f"{str(dtype).split('.')[-1]} {M}x{N}x{K} {'x'.join(map(str, config[:3]))} "
-                f"{config[3]}w {config[4]}s {precision}{' acc=f16' if acc_f16 else ''}")
+                f"{config[3]}w {config[4]}s {precision}{' acc=f16' if acc_f16 else ''}"
+                f"{f' imprecise={imprecise}' if imprecise else ''}")
         try:
             torch.manual_seed(0)
             fp8 = dtype.itemsize == 1
@@ -126,7 +132,7 @@ def check(torch, ours, rows):
             b = torch.randn(K, N, device="cuda", dtype=make).to(dtype)
             out_dtype = torch.float16 if acc_f16 or fp8 else dtype
             c = torch.empty(M, N, device="cuda", dtype=out_dtype)
-            launch(ours, a, b, c, config, precision, acc_f16)
+            launch(ours, a, b, c, config, precision, acc_f16, imprecise)
             torch.cuda.synchronize()
             ref = a.double() @ b.double()
             err = (c.double() - ref).abs().max().item()
@@ -166,32 +172,34 @@ def check(torch, ours, rows):
 
 def timing(torch, triton, ours, theirs, rows):
     do_bench = triton.testing.do_bench
-    cases = [(dtype, config, 4096) for dtype in (torch.float16, torch.bfloat16)
+    cases = [(dtype, config, 4096, False) for dtype in (torch.float16, torch.bfloat16)
              for config in ((128, 256, 64, 8, 3), (128, 128, 64, 4, 3))]
-    cases += [(torch.float16, (128, 256, 64, 8, 3), 8192),
-              (torch.float32, (128, 128, 32, 4, 3), 4096),
-              (torch.float8_e4m3fn, (128, 256, 128, 8, 3), 4096)]
-    for dtype, config, size in cases:
+    cases += [(torch.float16, (128, 256, 64, 8, 3), 8192, False),
+              (torch.float16, (128, 256, 64, 8, 3), 4096, True),
+              (torch.float32, (128, 128, 32, 4, 3), 4096, False),
+              (torch.float8_e4m3fn, (128, 256, 128, 8, 3), 4096, False)]
+    for dtype, config, size, acc16 in cases:
         fp8 = dtype.itemsize == 1
         a = torch.randn(size, size, device="cuda", dtype=torch.float16).to(dtype)
         b = torch.randn(size, size, device="cuda", dtype=torch.float16).to(dtype)
         c = torch.empty(size, size, device="cuda", dtype=torch.float16 if fp8 else dtype)
         flop = 2 * size ** 3 / 1e12
         row = {"case": f"matmul {str(dtype).split('.')[-1]} {size}^3 "
-                       f"{'x'.join(map(str, config[:3]))} {config[3]}w {config[4]}s"}
+                       f"{'x'.join(map(str, config[:3]))} {config[3]}w {config[4]}s"
+                       f"{' acc=f16' if acc16 else ''}"}
         try:
             start = time.perf_counter()
-            launch(ours, a, b, c, config)
+            launch(ours, a, b, c, config, acc_f16=acc16)
             torch.cuda.synchronize()
             row["ours_compile_s"] = time.perf_counter() - start
-            t = do_bench(lambda: launch(ours, a, b, c, config), warmup=50, rep=300,
-                         return_mode="median")
+            t = do_bench(lambda: launch(ours, a, b, c, config, acc_f16=acc16), warmup=50,
+                         rep=300, return_mode="median")
             row["ours"] = flop / (t * 1e-3)
         except Exception:  # noqa: BLE001
             row["ours_error"] = traceback.format_exc()[-1500:]
         try:
-            t = do_bench(lambda: launch(theirs, a, b, c, config), warmup=50, rep=300,
-                         return_mode="median")
+            t = do_bench(lambda: launch(theirs, a, b, c, config, acc_f16=acc16), warmup=50,
+                         rep=300, return_mode="median")
             row["triton"] = flop / (t * 1e-3)
         except Exception:  # noqa: BLE001
             row["triton_error"] = traceback.format_exc()[-800:]
