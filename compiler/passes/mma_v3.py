@@ -114,16 +114,26 @@ def _source(value: Value) -> Value:
     return value
 
 
+def _contiguous_dim(t: TensorType, op_idx: int, kind: str) -> int:
+    """The dim an operand's shared buffer keeps contiguous: the source's, except that wgmma
+    reads tf32 and fp8 only K-major."""
+    if kind not in ("f16", "bf16"):
+        return 1 if op_idx == 0 else 0
+    return order_of(t.encoding)[0] if t.encoding is not None else 1
+
+
+def _row_bytes(value: Value, op_idx: int, kind: str) -> int:
+    t: TensorType = _source(value).type
+    return t.shape[_contiguous_dim(t, op_idx, kind)] * t.element.width // 8
+
+
 def _shared_operand(value: Value, op_idx: int, kind: str, before: Operation) -> Value:
     """`ttg.local_alloc` of a dot operand into an nvmma_shared buffer. K-major (K contiguous)
     when the source's contiguous dim is K or when wgmma cannot transpose the type (tf32, fp8);
     else MN-major, which f16/bf16 wgmma reads with its transpose bit."""
     value = _source(value)
     t: TensorType = value.type
-    k_dim = 1 if op_idx == 0 else 0
-    contiguous = order_of(t.encoding)[0] if t.encoding is not None else 1
-    if kind not in ("f16", "bf16"):
-        contiguous = k_dim
+    contiguous = _contiguous_dim(t, op_idx, kind)
     transposed = contiguous == 0
     bits = t.element.width
     row_bytes = t.shape[contiguous] * bits // 8
@@ -190,6 +200,8 @@ def accelerate_v3(op: Operation, num_warps: int, ctx: PassContext) -> bool:
     instr_k = WGMMA_KINDS[str(a.type.element)][1]
     if width is None or k % instr_k:
         return False
+    if not all(_row_bytes(v, i, kind) >= 32 for i, v in ((0, a), (1, b))):
+        return False        # no swizzle row to fill: wgmma's unswizzled mode is not used
     mma = NvidiaMmaEncoding(3, 0, warps, (INSTR_M, width, instr_k))
     if kind in ("f16", "bf16") and computed_in_kernel(a):
         a_new = insert_convert(_source(a), DotOperandEncoding(0, mma, 2), op)
