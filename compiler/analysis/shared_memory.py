@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp,
                                   TransOp)
-from compiler.dialects.ttg import ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp
+from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
+                                   NVMMASharedEncoding, NvidiaMmaEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
@@ -47,6 +48,19 @@ def _same_distribution(src, dst) -> bool:
     return src.encoding == dst.encoding
 
 
+def exchange_row_padding(src: TensorType) -> int:
+    """Elements of padding after each row of the exchange buffer a conversion out of `src`
+    uses: 16 bytes for a wgmma (mma v3) accumulator, whose warps write 8 rows x 4 pairs at a
+    time: with rows a multiple of 128 bytes apart those 8 rows hit the same banks (8-way
+    conflicts); 16 bytes more per row puts them in 8 different bank groups, and rows stay
+    16-byte aligned for the vector reads. 0 for other layouts."""
+    enc = src.encoding
+    if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3 or len(src.shape) != 2:
+        return 0
+    row_bytes = src.shape[-1] * byte_width(src)
+    return 16 // byte_width(src) if row_bytes % 16 == 0 else 0
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared memory `op` needs while it runs (0 for most ops):
     convert_layout: the whole tensor (numel * element bytes) unless the layouts are equal;
@@ -60,7 +74,8 @@ def scratch_bytes(op: Operation) -> int:
         src, dst = op.operands[0].type, op.results[0].type
         if _same_distribution(src, dst):
             return 0
-        return _numel(src.shape) * byte_width(src)
+        rows = _numel(src.shape) // src.shape[-1]
+        return rows * (src.shape[-1] + exchange_row_padding(src)) * byte_width(src)
     if isinstance(op, (TransOp, ReshapeOp)):
         # lowered as an exchange through shared memory (codegen/lower_shape.py), like a
         # conversion, unless a reshape keeps shape and distribution
@@ -102,14 +117,28 @@ class Buffer:
     end: int
     kind: str
     offset: int = -1
+    align: int = ALIGNMENT
 
     def overlaps(self, other: "Buffer") -> bool:
         """Whether both buffers are alive at some op."""
         return self.start <= other.end and other.start <= self.end
 
 
-def _align(n: int) -> int:
-    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+#: alignment of buffers in a swizzled #ttg.nvmma_shared layout (wgmma's swizzle XORs address
+#: bits 4-9, so the pattern must start on a 1024-byte boundary)
+NVMMA_ALIGNMENT = 1024
+
+
+def _align(n: int, alignment: int = ALIGNMENT) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def buffer_alignment(t: MemDescType) -> int:
+    """The byte alignment a shared buffer of type `t` needs."""
+    enc = t.encoding
+    if isinstance(enc, NVMMASharedEncoding) and enc.swizzling_byte_width:
+        return NVMMA_ALIGNMENT
+    return ALIGNMENT
 
 
 def _number_ops(func: Operation) -> dict:
@@ -166,8 +195,9 @@ def buffers(func: Operation) -> list[Buffer]:
     for op in index:
         if isinstance(op, LocalAllocOp):
             t = op.results[0].type
-            out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t)), index[op],
-                              _live_end(op, index, last), "explicit"))
+            align = buffer_alignment(t)
+            out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t), align), index[op],
+                              _live_end(op, index, last), "explicit", align=align))
             continue
         size = scratch_bytes(op)
         if size:
@@ -185,7 +215,7 @@ def allocate(func: Operation) -> tuple[list[Buffer], int]:
         for other in sorted((p for p in placed if p.overlaps(buf)), key=lambda p: p.offset):
             if offset + buf.size <= other.offset:
                 break
-            offset = max(offset, other.offset + other.size)
+            offset = _align(max(offset, other.offset + other.size), buf.align)
         buf.offset = offset
         placed.append(buf)
     total = max((b.offset + b.size for b in bufs), default=0)

@@ -15,8 +15,10 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
-                           to_memory, type_bits)
+from compiler.analysis.shared_memory import exchange_row_padding
+
+from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, inline_ptx, llvm_type,
+                           memory_type, to_memory, type_bits)
 from .registry import lowers
 
 
@@ -55,6 +57,9 @@ def shared_offset(builder, shared_layout, coords, shape):
     (row, col) sits at column col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling,
     which keeps each `vec` group contiguous and spreads the groups of consecutive rows over the
     banks. Other buffers are row-major."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        from .nvmma import emit_offset
+        return emit_offset(builder, shared_layout, coords, shape)
     if not follows_order(shared_layout):
         return flat_offset(builder, coords, shape)
     inner, outer = shared_layout.order[0], shared_layout.order[1]
@@ -117,7 +122,11 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
     one vector access of up to 16 bytes (`vector_runs`)."""
     b = ctx.builder
     ty = values[0].type
-    nbytes = src_type.numel * max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1)
+    # rows padded where the source layout would otherwise write with bank conflicts
+    pad = exchange_row_padding(src_type) if dst_coords_to_src is None else 0
+    buffer_shape = tuple(src_type.shape[:-1]) + (src_type.shape[-1] + pad,)
+    nbytes = (src_type.numel // src_type.shape[-1] * buffer_shape[-1] *
+              max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1))
     base = ctx.scratch(nbytes)
     src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
     barrier(b)
@@ -127,7 +136,7 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
         width = runs.get(reg, 1)
         if width == 0:
             continue
-        offset = flat_offset(b, src_coords[reg], src_type.shape)
+        offset = flat_offset(b, src_coords[reg], buffer_shape)
         if width == 1:
             shared_store(ctx, base, offset, values[reg])
             continue
@@ -143,7 +152,7 @@ def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords
         width = runs.get(reg, 1)
         if width == 0:
             continue
-        offset = flat_offset(b, coords, src_type.shape)
+        offset = flat_offset(b, coords, buffer_shape)
         if width == 1:
             out.append(shared_load(ctx, base, offset, ty))
             continue
@@ -266,6 +275,13 @@ def _store_width(value_type, shared_layout) -> int:
     return width if width & (width - 1) == 0 else 1
 
 
+def fence_for_async_proxy(ctx, shared_layout) -> None:
+    """After ordinary stores into a buffer that wgmma reads (an nvmma_shared layout):
+    `fence.proxy.async.shared::cta`, which makes them visible to the tensor cores' async proxy."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        inline_ptx(ctx.builder, ir.VoidType(), "fence.proxy.async.shared::cta;", "", [])
+
+
 @lowers(ttg.LocalAllocOp)
 def lower_local_alloc(ctx, op):
     """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
@@ -276,6 +292,7 @@ def lower_local_alloc(ctx, op):
         barrier(ctx.builder)
         write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
                         op.results[0].type.encoding)
+        fence_for_async_proxy(ctx, op.results[0].type.encoding)
         barrier(ctx.builder)
 
 
@@ -285,6 +302,7 @@ def lower_local_store(ctx, op):
     value, buf = op.operands
     barrier(ctx.builder)
     write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
+    fence_for_async_proxy(ctx, buf.type.encoding)
     barrier(ctx.builder)
 
 

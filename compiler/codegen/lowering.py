@@ -94,6 +94,7 @@ class LoweringContext:
         self.indexer = LayoutIndexer(self.prologue, num_warps)
         self.shared_bytes = 0
         self._smem = None
+        self.smem_align = 16            # the most any planned buffer needs
         self.local_offsets: dict[int, int] = {}
         self.shared_sources: dict[int, object] = {}   # value -> row-major shared buffer holding it
         self.scratch_base = 0
@@ -121,7 +122,7 @@ class LoweringContext:
             self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
                                            addrspace=3)
             self._smem.linkage = "external"
-            self._smem.align = 16
+            self._smem.align = self.smem_align
             self._smem.type = SHARED_PTR   # an opaque pointer, so GEPs of any element type work
         return self._smem
 
@@ -132,6 +133,7 @@ class LoweringContext:
         cover (or larger than planned) go to an area after everything planned."""
         from compiler.analysis.shared_memory import allocate
         buffers, total = allocate(func_op)
+        self.smem_align = max([16] + [buf.align for buf in buffers])
         for buf in buffers:
             if buf.kind == "explicit":
                 self.local_offsets[id(buf.op)] = buf.offset

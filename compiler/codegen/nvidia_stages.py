@@ -87,6 +87,18 @@ def stage_llir(state: CompileState) -> None:
     state.trace.stages["llir"] = text
 
 
+def ptx_arch(state: CompileState) -> str:
+    """The PTX `.target` / ptxas `-arch`: the options' sm_XX, with the architecture-specific
+    `a` suffix (sm_90a) when the kernel uses features only that exact chip has (wgmma)."""
+    from compiler.dialects.ttng import WarpGroupDotOp
+    arch = state.options.ptx_arch
+    module = state.ttgir
+    if module is not None and state.options.arch == 90 and \
+            any(isinstance(op, WarpGroupDotOp) for op in module.walk()):
+        return arch + "a"
+    return arch
+
+
 def stage_ptx(state: CompileState) -> None:
     """ptx: LLVM IR to PTX through llvmlite's NVPTX target (the options' arch and PTX
     version); then the ttgir -> PTX line map."""
@@ -94,7 +106,7 @@ def stage_ptx(state: CompileState) -> None:
     from compiler.codegen.ptx import llvm_to_ptx
     text = override_text(state, "ptx")
     options = state.options
-    state.ptx = text if text is not None else llvm_to_ptx(state.llir, options.ptx_arch,
+    state.ptx = text if text is not None else llvm_to_ptx(state.llir, ptx_arch(state),
                                                           options.ptx_features)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
@@ -111,7 +123,7 @@ def stage_cubin(state: CompileState) -> None:
         state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
         return
     options = state.options
-    state.cubin, info = assemble(state.ptx, options.ptx_arch, line_info=options.line_info,
+    state.cubin, info = assemble(state.ptx, ptx_arch(state), line_info=options.line_info,
                                  maxnreg=options.maxnreg)
     state.trace.cubin_info = info
     state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)

@@ -458,6 +458,16 @@ class NVMMASharedEncoding:
     element_bit_width: int
     alias_prefix = "shared"
 
+    @property
+    def order(self) -> tuple:
+        """Dims fastest-varying first (rank 2): the last dim is contiguous unless transposed."""
+        return (0, 1) if self.transposed else (1, 0)
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte chunk: the unit the swizzle moves, kept contiguous."""
+        return max(1, 128 // self.element_bit_width)
+
     def __str__(self) -> str:
         return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzling_byte_width}, "
                 f"transposed = {str(bool(self.transposed)).lower()}, "

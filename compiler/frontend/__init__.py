@@ -35,7 +35,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
         src = FunctionSource.of(fn)
         module = Module(loc=src.location(src.tree))
         mctx = ModuleContext(module, bool(debug),
-                             options.get("default_dot_input_precision", "tf32"))
+                             options.get("default_dot_input_precision") or "tf32")
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

@@ -22,13 +22,15 @@ class NotInKernelError(RuntimeError):
 class dtype:
     """A scalar element type with its signedness (IR integers are signless; the DSL's are not).
 
-    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp16, bf16, fp32, fp64.
+    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp8e4nv, fp8e5, fp16,
+    bf16, fp32, fp64.
     """
 
     SINT = ("int8", "int16", "int32", "int64")
     UINT = ("int1", "uint8", "uint16", "uint32", "uint64")  # int1 is unsigned, as in Triton
-    #: The 8-bit float formats Triton names; they exist as dtypes, and an op given one fails
-    #: with a located "not supported yet" error (no op lowers them yet).
+    #: The 8-bit float formats Triton names. fp8e4nv and fp8e5 have IR types (Hopper's e4m3 and
+    #: e5m2: loads, stores, casts and wgmma dots); the others exist as dtypes, and an op given
+    #: one fails with a located "not supported yet" error.
     FP8 = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
     FP = FP8 + ("fp16", "bf16", "fp32", "fp64")
     # Triton's class lists (names, as in `triton.language.dtype`).
@@ -39,6 +41,9 @@ class dtype:
     OTHER_TYPES = ["void"]
     _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
                  **{name: "float8" + name[3:] for name in FP8}}
+    _BITS = {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
+    _IR_KINDS = {"fp8e4nv": "f8E4M3FN", "fp8e5": "f8E5M2", "fp16": "f16", "bf16": "bf16",
+                 "fp32": "f32", "fp64": "f64"}
 
     def __init__(self, name: str):
         if name not in self.SINT + self.UINT + self.FP:
@@ -117,7 +122,7 @@ class dtype:
         if self.is_fp8():
             return 8
         if self.is_floating():
-            return {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}[self.name]
+            return self._BITS[self.name]
         return int(self.name.lstrip("uint"))
 
     @property
@@ -131,13 +136,14 @@ class dtype:
         return self
 
     def to_ir(self) -> irt.Type:
-        """The IR type (signless integers, MLIR float kinds); fp8 dtypes have none yet."""
-        if self.is_fp8():
+        """The IR type (signless integers, MLIR float kinds); only fp8e4nv and fp8e5 of the
+        8-bit floats have one."""
+        if self.is_fp8() and self.name not in self._IR_KINDS:
             from compiler.frontend.errors import SemanticError
             raise SemanticError(f"{self._PY_NAMES[self.name]} ({self.name}) is not supported "
-                                f"yet: no operation of this compiler takes 8-bit floats")
+                                f"yet: of the 8-bit floats only float8e4nv and float8e5 are")
         if self.is_floating():
-            return irt.FloatType({"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}[self.name])
+            return irt.FloatType(self._IR_KINDS[self.name])
         return irt.IntegerType(self.primitive_bitwidth)
 
     def kind(self) -> int:
@@ -252,6 +258,8 @@ uint8 = dtype("uint8")
 uint16 = dtype("uint16")
 uint32 = dtype("uint32")
 uint64 = dtype("uint64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
@@ -263,7 +271,8 @@ float8e5 = dtype("fp8e5")
 float8e5b16 = dtype("fp8e5b16")
 
 DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                                      uint64, float16, bfloat16, float32, float64)}
+                                      uint64, float8e4nv, float8e5, float16, bfloat16, float32,
+                                      float64)}
 SIGNATURE_ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                      "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                      "u64": "uint64", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32",
