@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
+from compiler.dialects.tt import PointerType
+from compiler.dialects.ttg import MemDescType
 from compiler.ir.core import Operation
-from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
 ALIGNMENT = 16
 

@@ -16,8 +16,9 @@ import compiler.dialects.math  # noqa: F401
 import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
+from compiler.dialects.tt import PointerType
 from compiler.ir.core import Module, Operation, Region, Value
-from compiler.ir.types import PointerType, TensorType, shape_of
+from compiler.ir.types import TensorType, shape_of
 
 from . import vector_width as vw
 from .debuginfo import DebugInfo, op_lines, python_location

@@ -11,7 +11,8 @@ from __future__ import annotations
 from compiler.analysis import axis_info
 from compiler.analysis.layouts import root_blocked, root_dims
 from compiler.dialects.ttg import DotOperandEncoding
-from compiler.ir.types import PointerType, TensorType
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import TensorType
 
 
 def analyze(func_op) -> dict:

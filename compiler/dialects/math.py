@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from compiler.ir.syntax import SameType
 
-from .common import chain, define_op, verify_float_operands, verify_int_operands, verify_same_type
+from .common import (chain, define_op, set_counts, verify_float_operands, verify_int_operands,
+                     verify_same_type)
 
 FLOAT_UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "absf", "floor",
                "ceil", "erf", "tanh", "log1p", "expm1", "tan", "round", "trunc"]
@@ -17,3 +18,6 @@ AbsIOp = define_op("MathAbsIOp", "math.absi", SameType(), ("pure", "elementwise"
                    chain(verify_same_type, verify_int_operands))
 FmaOp = define_op("MathFmaOp", "math.fma", SameType(), ("pure", "elementwise"),
                   chain(verify_same_type, verify_float_operands))
+
+set_counts(list(UNARY_OPS.values()) + [AbsIOp], operands=1, results=1)
+set_counts([FmaOp], operands=3, results=1)

@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from compiler.ir.parser import ENCODING_PARSERS, OpParts
+from typing import Any
+
+from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
-from compiler.ir.types import MemDescType, TensorType, shape_of
+from compiler.ir.types import TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op
+from .common import define_op, dialect
+
+TTG = dialect("ttg")
 
 
 def _ints(values) -> str:
@@ -144,69 +148,134 @@ class SwizzledSharedEncoding:
 DISTRIBUTED = (BlockedEncoding, SliceEncoding, NvidiaMmaEncoding, DotOperandEncoding)
 
 
+# ---- shared-memory buffers -----------------------------------------------------------------------
+SHARED_MEMORY_ALIAS = "#smem"
+
+
+@dataclass(frozen=True)
+class MemDescType(Type):
+    """`!ttg.memdesc<AxBxT, #shared, #smem[, mutable]>`: a buffer in shared memory."""
+
+    shape: tuple
+    element: Type
+    encoding: Any
+    mutable: bool = True
+
+    def _text(self, encoding_text: str) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        mut = ", mutable" if self.mutable else ""
+        return f"!ttg.memdesc<{dims}{self.element}, {encoding_text}, {SHARED_MEMORY_ALIAS}{mut}>"
+
+    def __str__(self) -> str:
+        return self._text(str(self.encoding))
+
+    def print_with(self, printer) -> str:
+        """The printed form with the encoding written by its alias (`#shared`)."""
+        return self._text(printer.layout(self.encoding))
+
+
+def _parse_memdesc_type(ps) -> MemDescType:
+    """`<AxBxT, #enc, #smem[, mutable]>` after `!ttg.memdesc`."""
+    ps.expect("<")
+    shape, element = ps.shape_and_element()
+    ps.expect(",")
+    encoding = ps.encoding_ref()
+    ps.expect(",")
+    ps.expect(SHARED_MEMORY_ALIAS)
+    mutable = False
+    if ps.consume(","):
+        ps.expect("mutable")
+        mutable = True
+    ps.expect(">")
+    return MemDescType(tuple(shape), element, encoding, mutable)
+
+
+TTG.register_type("ttg.memdesc", _parse_memdesc_type)
+TTG.add_fixed_alias(SHARED_MEMORY_ALIAS, "#ttg.shared_memory")
+
+
 # ---- parsing encodings ---------------------------------------------------------------------------
-def _parse_fields(ps) -> dict:
-    """`<{key = value, ...}>` where values are ints, int lists, bools or nested encodings."""
+LIST, INT, ENCODING, BOOL = "a list of integers", "an integer", "a layout", "true or false"
+
+
+def _parse_fields(ps, name: str, required: dict, optional: dict | None = None) -> dict:
+    """`<{key = value, ...}>` where values are ints, int lists, bools or nested encodings;
+    every field of `required` ({key: kind}) must be present, and each of its kind."""
+    start = ps.pos
     ps.expect("<")
     ps.expect("{")
+    kinds = dict(required, **(optional or {}))
     fields = {}
     while not ps.consume("}"):
+        key_pos = ps.pos
         key = ps.identifier()
+        if key in fields:
+            raise ps.error(f"#{name} gives '{key}' twice", key_pos)
         ps.expect("=")
         ps.skip_ws()
+        value_pos = ps.pos
         if ps.at("["):
             ps.expect("[")
             values = []
             while not ps.consume("]"):
                 values.append(ps.integer())
-                ps.consume(",")
-            fields[key] = tuple(values)
+                if not ps.consume(","):
+                    ps.expect("]")
+                    break
+            fields[key], kind = tuple(values), LIST
         elif ps.at("#"):
-            fields[key] = ps.encoding_ref()
-        elif ps.keyword("true") or ps.text[ps.pos - 4:ps.pos] == "true":
-            fields[key] = True
+            fields[key], kind = ps.encoding_ref(), ENCODING
+        elif ps.keyword("true"):
+            fields[key], kind = True, BOOL
         elif ps.keyword("false"):
-            fields[key] = False
+            fields[key], kind = False, BOOL
         else:
-            fields[key] = ps.integer()
-        ps.consume(",")
+            fields[key], kind = ps.integer(), INT
+        if key in kinds and kinds[key] != kind:
+            raise ps.error(f"#{name}: '{key}' must be {kinds[key]}", value_pos)
+        if not ps.consume(","):
+            ps.expect("}")
+            break
     ps.expect(">")
+    missing = [k for k in required if k not in fields]
+    if missing:
+        raise ps.error(f"#{name} needs {', '.join(missing)}", start)
     return fields
 
 
 def _parse_blocked(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.blocked", {"sizePerThread": LIST, "threadsPerWarp": LIST,
+                                          "warpsPerCTA": LIST, "order": LIST})
     return BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"])
 
 
 def _parse_slice(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.slice", {"dim": INT, "parent": ENCODING})
     return SliceEncoding(f["dim"], f["parent"])
 
 
 def _parse_mma(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.nvidia_mma", {"versionMajor": INT, "versionMinor": INT,
+                                             "warpsPerCTA": LIST, "instrShape": LIST})
     return NvidiaMmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"],
                              f["instrShape"])
 
 
 def _parse_dot_op(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.dot_op", {"opIdx": INT, "parent": ENCODING}, {"kWidth": INT})
     return DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0))
 
 
 def _parse_shared(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.swizzled_shared", {"vec": INT, "perPhase": INT, "maxPhase": INT,
+                                                  "order": LIST})
     return SwizzledSharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"])
 
 
-ENCODING_PARSERS.update({
-    "ttg.blocked": _parse_blocked,
-    "ttg.slice": _parse_slice,
-    "ttg.nvidia_mma": _parse_mma,
-    "ttg.dot_op": _parse_dot_op,
-    "ttg.swizzled_shared": _parse_shared,
-})
+for _mnemonic, _parse in (("ttg.blocked", _parse_blocked), ("ttg.slice", _parse_slice),
+                          ("ttg.nvidia_mma", _parse_mma), ("ttg.dot_op", _parse_dot_op),
+                          ("ttg.swizzled_shared", _parse_shared)):
+    TTG.register_attribute(_mnemonic, _parse)
 
 
 # ---- ops -------------------------------------------------------------------------------------------

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
-from .attributes import Attribute, IntegerAttr
+from .attributes import Attribute, IntegerAttr, StringAttr
+from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
-from .types import MemDescType, TensorType, Type
+from .types import TensorType, Type
 
 INDENT = "  "
 
@@ -95,14 +96,9 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
-        if isinstance(t, TensorType) and t.encoding is not None:
-            dims = "".join(f"{d}x" for d in t.shape)
-            return f"tensor<{dims}{self.type(t.element)}, {self.layout(t.encoding)}>"
-        if isinstance(t, MemDescType):
-            dims = "".join(f"{d}x" for d in t.shape)
-            mut = ", mutable" if t.mutable else ""
-            return f"!ttg.memdesc<{dims}{t.element}, {self.layout(t.encoding)}, #smem{mut}>"
-        return str(t)
+        """A type's text; types holding encodings (`print_with`) print them by alias."""
+        print_with = getattr(t, "print_with", None)
+        return print_with(self) if print_with is not None else str(t)
 
     def types(self, ts) -> str:
         return ", ".join(self.type(t) for t in ts)
@@ -149,9 +145,9 @@ class Printer:
         if isinstance(location, UnknownLoc):
             body = "unknown"
         elif isinstance(location, FileLineCol):
-            body = f'"{location.file}":{location.line}:{location.col}'
+            body = f'{StringAttr(location.file)}:{location.line}:{location.col}'
         elif isinstance(location, NameLoc):
-            body = f'"{location.label}"({self.loc_aliases[location.child]})'
+            body = f'{StringAttr(location.label)}({self.loc_aliases[location.child]})'
         elif isinstance(location, CallSiteLoc):
             body = (f"callsite({self.loc_aliases[location.callee]} at "
                     f"{self.loc_aliases[location.caller]})")
@@ -239,13 +235,14 @@ def generic_form(p: Printer, op: Operation, indent: int) -> str:
     return f"{text} : ({ins}) -> {out}"
 
 
-def print_module(module: Module) -> str:
+def print_module(module: Module, context: Context | None = None) -> str:
     """The module's text, Triton-style: layout aliases, the module, location aliases."""
-    return print_module_with_lines(module)[0]
+    return print_module_with_lines(module, context)[0]
 
 
-def print_module_with_lines(module: Module) -> tuple[str, dict]:
-    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`."""
+def print_module_with_lines(module: Module, context: Context | None = None) -> tuple[str, dict]:
+    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
+    `context` (the default when None) gives the fixed aliases the text may need."""
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -256,8 +253,10 @@ def print_module_with_lines(module: Module) -> tuple[str, dict]:
     p.flatten(p.lines, body)
     body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
-    if any("#smem" in line for _, line in body):
-        header.append("#smem = #ttg.shared_memory")
+    for alias, definition in resolve(context).fixed_aliases().items():
+        used = re.compile(re.escape(alias) + r"(?![\w.])")
+        if any(used.search(line) for _, line in body):
+            header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [line for _, line in body] + footer) + "\n"

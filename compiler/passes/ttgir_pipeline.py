@@ -20,7 +20,8 @@ from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp,
                                    SwizzledSharedEncoding)
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
-from compiler.ir.types import MemDescType, TensorType, i1, i32
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType, i1, i32
 
 from .base import Option, Pass, PassContext, register_pass
 from .ir_utils import constant_value, is_pure, make_constant

@@ -5,7 +5,7 @@ from compiler.analysis.layout_propagation import order_of
 from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LocalAllocOp, LocalLoadOp,
                                    NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
 from compiler.ir.core import Module
-from compiler.ir.types import MemDescType
+from compiler.dialects.ttg import MemDescType
 
 from .base import Pass, PassContext, register_pass
 
