@@ -313,6 +313,8 @@ AddPtrOp = define_op("AddPtrOp", "tt.addptr", OperandTypes(lambda ts, a: ts[0]),
 
 def _load_result(types, attrs):
     ptr = types[0]
+    if not ptr.scalar.is_ptr:
+        return ptr                  # the verifier rejects the load, with its location
     return like(ptr, ptr.scalar.pointee)
 
 

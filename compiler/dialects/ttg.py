@@ -15,10 +15,10 @@ from typing import Any
 
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
-from compiler.ir.types import TensorType, Type, shape_of
+from compiler.ir.types import FunctionType, TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, dialect
+from .common import define_op, dialect, set_counts
 
 TTG = dialect("ttg")
 
@@ -312,7 +312,12 @@ class _LocalAllocSyntax(Syntax):
         operands = ps.operand_list()
         attrs = ps.attr_dict()
         ps.expect(":")
+        ps.skip_ws()
+        pos = ps.pos
         fn = ps.type()
+        if not isinstance(fn, FunctionType):
+            raise ps.error("expected ([T]) -> !ttg.memdesc<...>", pos)
+        ps.check_written_types(operands, fn.inputs, pos)
         return OpParts(operands, list(fn.results), attrs)
 
 
@@ -446,3 +451,123 @@ AsyncWaitOp = define_op(
     "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), ("memory_read", "memory_write"),
     doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
         "then make the copied data visible to the whole CTA.")
+
+
+# ---- layout sanity (what compiler.analysis.layouts and the lowering assume) --------------------
+MAX_SIZE_PER_THREAD = 1 << 12
+
+
+def _module_int(module, key: str) -> int | None:
+    attr = module.attributes.get(key)
+    value = getattr(attr, "value", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _check_order(enc, order, rank) -> str | None:
+    if sorted(order) != list(range(rank)):
+        return f"order {list(order)} is not a permutation of 0..{rank - 1}"
+    return None
+
+
+def _encoding_problem(enc, num_warps: int | None, threads: int | None) -> str | None:
+    """What is wrong with `enc` (None when it is sound)."""
+    if isinstance(enc, BlockedEncoding):
+        fields = (enc.size_per_thread, enc.threads_per_warp, enc.warps_per_cta, enc.order)
+        if len({len(f) for f in fields}) != 1 or not enc.order:
+            return "sizePerThread, threadsPerWarp, warpsPerCTA and order differ in length"
+        if any(v < 1 for f in fields[:3] for v in f):
+            return "sizePerThread, threadsPerWarp and warpsPerCTA must be positive"
+        if any(v > MAX_SIZE_PER_THREAD for v in enc.size_per_thread):
+            return f"sizePerThread above {MAX_SIZE_PER_THREAD} per dim"
+        if threads is not None and _product(enc.threads_per_warp) != threads:
+            return (f"threadsPerWarp {list(enc.threads_per_warp)} covers "
+                    f"{_product(enc.threads_per_warp)} lanes, the module has {threads}")
+        if num_warps is not None and _product(enc.warps_per_cta) != num_warps:
+            return (f"warpsPerCTA {list(enc.warps_per_cta)} covers "
+                    f"{_product(enc.warps_per_cta)} warps, the module has {num_warps}")
+        return _check_order(enc, enc.order, enc.rank)
+    if isinstance(enc, SliceEncoding):
+        if not isinstance(enc.parent, DISTRIBUTED):
+            return "a slice's parent must be a distributed layout"
+        if enc.parent.rank < 2 or not 0 <= enc.dim < enc.parent.rank:
+            return f"dim {enc.dim} cannot be sliced from a rank-{enc.parent.rank} parent"
+        return _encoding_problem(enc.parent, num_warps, threads)
+    if isinstance(enc, NvidiaMmaEncoding):
+        if enc.version_major not in (2, 3):
+            return f"versionMajor {enc.version_major} is not 2 or 3"
+        if len(enc.warps_per_cta) not in (2, 3) or any(v < 1 for v in enc.warps_per_cta) or \
+                any(v < 1 for v in enc.instr_shape):
+            return "warpsPerCTA and instrShape must be positive (rank 2 or 3)"
+        if num_warps is not None and _product(enc.warps_per_cta) != num_warps:
+            return (f"warpsPerCTA {list(enc.warps_per_cta)} covers "
+                    f"{_product(enc.warps_per_cta)} warps, the module has {num_warps}")
+        return None
+    if isinstance(enc, DotOperandEncoding):
+        if enc.op_idx not in (0, 1):
+            return f"opIdx {enc.op_idx} is not 0 or 1"
+        if not isinstance(enc.parent, (BlockedEncoding, NvidiaMmaEncoding)) or enc.k_width < 0:
+            return "a dot operand's parent must be a blocked or nvidia_mma layout"
+        return _encoding_problem(enc.parent, num_warps, threads)
+    if isinstance(enc, SwizzledSharedEncoding):
+        if min(enc.vec, enc.per_phase, enc.max_phase) < 1:
+            return "vec, perPhase and maxPhase must be positive"
+        return _check_order(enc, enc.order, enc.rank)
+    return f"{enc} is not a layout"
+
+
+def _typed_values(module):
+    """(op, type) for every value the module defines: op results and block arguments."""
+    for op in module.walk():
+        for r in op.results:
+            yield op, r.type
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    yield op, a.type
+
+
+def _verify_layouts(module) -> None:
+    """Layouts are sound, match the tensors' ranks and the module's warps and lanes, and in a
+    ttgir module (`ttg.num-warps` set) every tensor has one."""
+    num_warps = _module_int(module, "ttg.num-warps")
+    threads = _module_int(module, "ttg.threads-per-warp")
+    if "ttg.num-warps" in module.attributes and (num_warps is None or num_warps < 1):
+        raise VerificationError(None, "ttg.num-warps must be a positive integer")
+    if "ttg.threads-per-warp" in module.attributes and (threads is None or threads < 1):
+        raise VerificationError(None, "ttg.threads-per-warp must be a positive integer")
+    checked: dict = {}
+    for op, t in _typed_values(module):
+        if isinstance(t, (TensorType, MemDescType)) and t.encoding is not None:
+            enc = t.encoding
+            if enc not in checked:
+                checked[enc] = _encoding_problem(enc, num_warps, threads)
+            if checked[enc] is not None:
+                raise VerificationError(op, f"bad layout: {checked[enc]}")
+            if isinstance(t, TensorType) and not isinstance(enc, DISTRIBUTED):
+                raise VerificationError(op, f"a tensor needs a distributed layout, not {enc}")
+            if isinstance(t, MemDescType) and not isinstance(enc, SwizzledSharedEncoding):
+                raise VerificationError(op, f"a shared buffer needs a shared layout, not {enc}")
+            if isinstance(t, TensorType) and enc.rank != t.rank:
+                raise VerificationError(op, f"layout of rank {enc.rank} on {t}")
+        elif isinstance(t, TensorType) and num_warps is not None:
+            raise VerificationError(op, f"ttgir tensors need a layout: {t}")
+
+
+TTG.add_module_check(_verify_layouts)
+
+
+# ---- operand and result counts (checked before the verifiers above run) ------------------------
+set_counts([ConvertLayoutOp, LocalLoadOp], operands=1, results=1)
+set_counts([LocalAllocOp], operands=(0, 1), results=1)
+set_counts([LocalStoreOp], operands=2, results=0)
+set_counts([LocalDeallocOp], operands=1, results=0)
+set_counts([BarrierOp, AsyncCommitGroupOp, AsyncWaitOp], operands=0, results=0)
+set_counts([MemDescIndexOp], operands=2, results=1)
+set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=0)

@@ -54,10 +54,12 @@ class ParsedSource:
     text: str
     source_name: str
     positions: WeakKeyDictionary = field(default_factory=WeakKeyDictionary)
+    module_pos: int = 0
 
     def locate(self, op) -> int | None:
-        """The offset in `text` where `op` was written, if it was parsed from it."""
-        return self.positions.get(op)
+        """The offset in `text` where `op` was written (None: not parsed from it); the
+        `module` keyword's for None (a module-level problem)."""
+        return self.module_pos if op is None else self.positions.get(op)
 
 
 @dataclass
@@ -300,7 +302,7 @@ class Parser:
 
     # ---- types ------------------------------------------------------------------------------
     def type(self) -> Type:
-        """A builtin type (`i32`, `f16`, `tensor<...>`, `(T) -> R`) or a dialect's `!ns.name<...>`."""
+        """A builtin type (`i32`, `tensor<...>`, `(T) -> R`) or a dialect's `!ns.name<...>`."""
         self.skip_ws()
         start = self.pos
         with self.nested("types"):
@@ -346,8 +348,6 @@ class Parser:
             shape.append(int(m.group(1)))
             self.pos = m.end()
         return shape, self.type()
-
-    _shape_and_element = shape_and_element
 
     def _type_list_until(self, close: str) -> list[Type]:
         types = []
@@ -738,6 +738,8 @@ def _parse_module(ps: Parser) -> Module:
             ps.expect(fixed_aliases[alias])
             continue
         ps.layout_aliases[alias] = ps.encoding_ref()
+    ps.skip_ws()
+    ps.source.module_pos = ps.pos
     if not ps.keyword("module"):
         raise ps.error("expected 'module'")
     attrs = {}

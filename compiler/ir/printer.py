@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .attributes import Attribute, IntegerAttr, StringAttr
+from .attributes import Attribute, DenseAttr, IntegerAttr, StringAttr
 from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
@@ -54,7 +54,7 @@ class Printer:
         if not op.results:
             return
         hint = op.results[0].name_hint or op.loc.name()
-        if hint is None and op.name == "arith.constant":
+        if hint is None and not op.operands and "value" in op.attributes:   # a constant
             hint = constant_name(op)
         name = self._unique(hint) if hint else self._number()
         if len(op.results) == 1:
@@ -107,6 +107,8 @@ class Printer:
         """An attribute's text; layout encodings print by alias."""
         if hasattr(a, "alias_prefix"):
             return self.layout(a)
+        if isinstance(a, DenseAttr):            # standing alone, the splat needs its type
+            return f"{a} : {self.type(a.type)}"
         return str(a)
 
     def attr_dict(self, attributes: dict, exclude=(), keyword: str = "") -> str:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from .context import Context, resolve
 from .core import Block, Module, Operation
+from .types import TensorType
 from .verifier_errors import VerificationError
+
+MAX_TENSOR_NUMEL = 1 << 20
+"""Triton's limit on a tensor's element count (TRITON_MAX_TENSOR_NUMEL)."""
 
 MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError,
              ZeroDivisionError, RecursionError)
@@ -39,6 +43,8 @@ def _verify_op_tree(ctx: Context, op: Operation, visible: set) -> None:
         raise VerificationError(op, f"unregistered operation '{op.name}'")
     _verify_counts(op)
     _verify_attribute_kinds(op)
+    for r in op.results:
+        _verify_tensor_shape(op, r.type)
     try:
         op.verify_op()
     except MALFORMED as err:
@@ -66,6 +72,17 @@ def _verify_counts(op: Operation) -> None:
             raise VerificationError(op, f"expects {expected} {what}s, got {have}")
 
 
+def _verify_tensor_shape(op: Operation, t) -> None:
+    """Tensors have positive dims and at most `MAX_TENSOR_NUMEL` elements (Triton's limit)."""
+    if not isinstance(t, TensorType):
+        return
+    if any(d < 1 for d in t.shape):
+        raise VerificationError(op, f"tensor dims must be positive: {t}")
+    if t.numel > MAX_TENSOR_NUMEL:
+        raise VerificationError(op, f"{t} has {t.numel} elements, more than the "
+                                    f"{MAX_TENSOR_NUMEL} a tensor may hold")
+
+
 def _verify_attribute_kinds(op: Operation) -> None:
     """The attributes the op's class requires are present and of the right kind."""
     for key, kinds in op.attribute_kinds.items():
@@ -80,6 +97,7 @@ def _verify_attribute_kinds(op: Operation) -> None:
 
 def _verify_block(ctx: Context, owner: Operation, block: Block, visible: set) -> None:
     for arg in block.args:
+        _verify_tensor_shape(owner, arg.type)
         visible.add(id(arg))
     for i, op in enumerate(block.ops):
         if op.parent is not block:

@@ -23,8 +23,13 @@ class VerificationError(Exception):
     def located(self, parsed_from) -> "VerificationError":
         """This error pointing at the op's line of `parsed_from` (a `ParsedSource`) when the
         op was parsed from it; itself otherwise."""
-        pos = parsed_from.locate(self.op) if parsed_from is not None and self.op is not None \
-            else None
+        if parsed_from is None:
+            return self
+        op = self.op
+        pos = parsed_from.locate(op)
+        while pos is None and op is not None:     # an op the parser made (scf.if's else)
+            op = op.parent_op
+            pos = parsed_from.locate(op) if op is not None else None
         if pos is None:
             return self
         text = parsed_from.text
