@@ -11,7 +11,6 @@ line and a caret: nesting is bounded (`MAX_NESTING`) and numbers are range-check
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
@@ -101,14 +100,14 @@ class Parser:
         self.depth = 0
         self.source = ParsedSource(text, source_name)
 
-    @contextmanager
-    def nested(self, what: str):
-        """Enter one level of nesting (a region, a type inside a type, a nested location)."""
+    def nested(self, what: str, parse, *args):
+        """`parse(*args)` one level of nesting deeper (a region, a type inside a type, a
+        nested location); refused beyond `MAX_NESTING` levels."""
         if self.depth >= MAX_NESTING:
             raise self.error(f"{what} nested deeper than {MAX_NESTING} levels")
         self.depth += 1
         try:
-            yield
+            return parse(*args)
         finally:
             self.depth -= 1
 
@@ -303,37 +302,39 @@ class Parser:
     # ---- types ------------------------------------------------------------------------------
     def type(self) -> Type:
         """A builtin type (`i32`, `tensor<...>`, `(T) -> R`) or a dialect's `!ns.name<...>`."""
+        return self.nested("types", self._type)
+
+    def _type(self) -> Type:
         self.skip_ws()
         start = self.pos
-        with self.nested("types"):
-            if self.at("!"):
-                mnemonic = self.match(DIALECT_TYPE)
-                parse = self.context.type_parser(mnemonic[1:]) if mnemonic else None
-                if parse is None:
-                    raise self.error(f"unknown type '{mnemonic or '!'}'", start)
-                return parse(self)
-            if self.consume("tensor<"):
-                shape, element = self.shape_and_element()
-                encoding = None
-                if self.consume(","):
-                    encoding = self.encoding_ref()
-                self.expect(">")
-                return TensorType(tuple(shape), element, encoding)
-            if self.at("("):
-                self.expect("(")
-                ins = self._type_list_until(")")
-                self.expect("->")
-                outs = self._result_types()
-                return FunctionType(tuple(ins), tuple(outs))
-            m = self.match(BUILTIN_SCALAR)
-            if m is None:
-                raise self.error("expected a type")
-            if m.startswith("i"):
-                width = int(m[1:]) if len(m) < 8 else MAX_INT_WIDTH + 1
-                if not 1 <= width <= MAX_INT_WIDTH:
-                    raise self.error(f"integer width must be 1 to {MAX_INT_WIDTH}", start)
-                return IntegerType(width)
-            return FloatType(m)
+        if self.at("!"):
+            mnemonic = self.match(DIALECT_TYPE)
+            parse = self.context.type_parser(mnemonic[1:]) if mnemonic else None
+            if parse is None:
+                raise self.error(f"unknown type '{mnemonic or '!'}'", start)
+            return parse(self)
+        if self.consume("tensor<"):
+            shape, element = self.shape_and_element()
+            encoding = None
+            if self.consume(","):
+                encoding = self.encoding_ref()
+            self.expect(">")
+            return TensorType(tuple(shape), element, encoding)
+        if self.at("("):
+            self.expect("(")
+            ins = self._type_list_until(")")
+            self.expect("->")
+            outs = self._result_types()
+            return FunctionType(tuple(ins), tuple(outs))
+        m = self.match(BUILTIN_SCALAR)
+        if m is None:
+            raise self.error("expected a type")
+        if m.startswith("i"):
+            width = int(m[1:]) if len(m) < 8 else MAX_INT_WIDTH + 1
+            if not 1 <= width <= MAX_INT_WIDTH:
+                raise self.error(f"integer width must be 1 to {MAX_INT_WIDTH}", start)
+            return IntegerType(width)
+        return FloatType(m)
 
     def shape_and_element(self) -> tuple[list, Type]:
         """`AxBx...T` inside `tensor<...>` or a dialect's shaped type."""
@@ -383,8 +384,7 @@ class Parser:
         parse = self.context.attribute_parser(m[1:])
         if parse is None:
             raise self.error(f"unknown layout {m}", start)
-        with self.nested("attributes"):
-            return parse(self)
+        return self.nested("attributes", parse, self)
 
     # ---- attributes -------------------------------------------------------------------------
     def attribute(self) -> Attribute:
@@ -399,14 +399,7 @@ class Parser:
             return UnitAttr()
         if self.at("["):
             self.expect("[")
-            items = []
-            with self.nested("attributes"):
-                if not self.consume("]"):
-                    items.append(self.attribute())
-                    while self.consume(","):
-                        items.append(self.attribute())
-                    self.expect("]")
-            return ArrayAttr(tuple(items))
+            return ArrayAttr(tuple(self.nested("attributes", self._array_items)))
         if self.consume("array<"):
             element = self.match(re.compile(r"i\d+\b"))
             if element is None:
@@ -433,6 +426,15 @@ class Parser:
                 type_ = self.type()
             return self.number_attr(num, type_, start)
         return TypeAttr(self.type())
+
+    def _array_items(self) -> list:
+        items = []
+        if not self.consume("]"):
+            items.append(self.attribute())
+            while self.consume(","):
+                items.append(self.attribute())
+            self.expect("]")
+        return items
 
     def int_of_width(self, width: int) -> int:
         """An integer literal that fits an `i{width}` (signed or unsigned reading)."""
@@ -546,30 +548,32 @@ class Parser:
         return loc
 
     def _loc_body(self) -> Location:
+        return self.nested("locations", self._loc_body_unbounded)
+
+    def _loc_body_unbounded(self) -> Location:
         self.skip_ws()
-        with self.nested("locations"):
-            if self.at("#loc"):
-                start = self.pos
-                return self.resolve_loc(self.match(LOC_ALIAS), start)
-            if self.keyword("unknown"):
-                return UNKNOWN
-            if self.keyword("callsite"):
-                self.expect("(")
-                callee = self._loc_body()
-                self.expect("at")
-                caller = self._loc_body()
-                self.expect(")")
-                return CallSiteLoc(callee, caller)
-            label = self.string()
-            if self.consume(":"):
-                line = self.bounded_integer(0, 1 << 31, "line")
-                self.expect(":")
-                col = self.bounded_integer(0, 1 << 31, "column")
-                return FileLineCol(label, line, col)
+        if self.at("#loc"):
+            start = self.pos
+            return self.resolve_loc(self.match(LOC_ALIAS), start)
+        if self.keyword("unknown"):
+            return UNKNOWN
+        if self.keyword("callsite"):
             self.expect("(")
-            child = self._loc_body()
+            callee = self._loc_body()
+            self.expect("at")
+            caller = self._loc_body()
             self.expect(")")
-            return NameLoc(label, child)
+            return CallSiteLoc(callee, caller)
+        label = self.string()
+        if self.consume(":"):
+            line = self.bounded_integer(0, 1 << 31, "line")
+            self.expect(":")
+            col = self.bounded_integer(0, 1 << 31, "column")
+            return FileLineCol(label, line, col)
+        self.expect("(")
+        child = self._loc_body()
+        self.expect(")")
+        return NameLoc(label, child)
 
     def resolve_loc(self, alias: str, use_pos: int) -> Location:
         """The location `alias` stands for, parsed where it is defined (errors point there)."""
@@ -595,8 +599,7 @@ class Parser:
     def region(self, entry_args: list | None = None) -> Region:
         """`{ ops }` with optional `^bbN(args):` labels; `entry_args` are (name, type, loc)."""
         self.expect("{")
-        with self.nested("regions"):
-            return self._region_body(entry_args)
+        return self.nested("regions", self._region_body, entry_args)
 
     def _region_body(self, entry_args: list | None) -> Region:
         self.scopes.append({})
