@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .context import Context, resolve
 from .core import Block, Module, Operation
-from .types import TensorType
+from .attributes import BoolAttr, IntegerAttr
+from .types import IntegerType, TensorType
 from .verifier_errors import VerificationError
 
 MAX_TENSOR_NUMEL = 1 << 20
@@ -84,15 +85,22 @@ def _verify_tensor_shape(op: Operation, t) -> None:
 
 
 def _verify_attribute_kinds(op: Operation) -> None:
-    """The attributes the op's class requires are present and of the right kind."""
+    """The attributes the op's class requires are present and of the right kind (an `i1`
+    integer prints as `true`/`false` and so counts as a `BoolAttr`)."""
     for key, kinds in op.attribute_kinds.items():
         attr = op.attributes.get(key)
         if attr is None:
             raise VerificationError(op, f"needs the attribute '{key}'")
-        if not isinstance(attr, kinds):
+        as_bool = isinstance(attr, IntegerAttr) and attr.type == IntegerType(1)
+        if not isinstance(attr, kinds) or (as_bool and not _allows(kinds, BoolAttr)):
             names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple)
                                                      else (kinds,)))
-            raise VerificationError(op, f"attribute '{key}' must be a {names}, got {attr}")
+            raise VerificationError(op, f"attribute '{key}' must be of kind {names}, "
+                                        f"got {attr}")
+
+
+def _allows(kinds, cls) -> bool:
+    return cls in (kinds if isinstance(kinds, tuple) else (kinds,))
 
 
 def _verify_block(ctx: Context, owner: Operation, block: Block, visible: set) -> None:

@@ -126,9 +126,12 @@ def test_ttgir_tensors_need_layouts():
 
 def test_wrong_attribute_kind_is_a_verification_error():
     rejected(func('    %r = "tt.get_program_id"() <{axis = "x"}> : () -> i32'),
-             VerificationError, "attribute 'axis' must be a IntegerAttr")
+             VerificationError, "attribute 'axis' must be of kind IntegerAttr")
     rejected(func('    %r = "tt.get_program_id"() : () -> i32'), VerificationError,
              "needs the attribute 'axis'")
+    # `0 : i1` prints as `false`, which would read back as a BoolAttr: refused from the start
+    rejected(func('    %r = "tt.get_program_id"() <{axis = 0 : i1}> : () -> i32'),
+             VerificationError, "attribute 'axis' must be of kind IntegerAttr, got false")
 
 
 def test_scf_while_region_types_are_checked():
