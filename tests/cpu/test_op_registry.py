@@ -113,6 +113,13 @@ def test_op_round_trips_through_printer_and_parser(name):
 
 
 @pytest.mark.parametrize("name", OPS)
+def test_op_declares_its_operand_result_and_region_counts(name):
+    cls = default_context().lookup_op(name)
+    assert None not in (cls.operand_count, cls.result_count, cls.region_count), \
+        f"{name}: declare its counts with set_counts(...) in its dialect"
+
+
+@pytest.mark.parametrize("name", OPS)
 def test_op_has_interpreter_semantics_or_a_reason(name):
     pytest.importorskip("numpy")
     from compiler.runtime import interpreter  # noqa: F401  (registers the semantics)
