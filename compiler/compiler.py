@@ -188,10 +188,12 @@ class CompiledKernel:
 def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) -> Module:
     from compiler.passes.instrumentation import TraceInstrumentation
     from compiler.passes.manager import DEFAULT_PIPELINES, PassManager
+    from compiler.passes.requirements import check_pipeline, properties_of
     pipeline = state.options.pipelines.get(stage, DEFAULT_PIPELINES.get(stage, ""))
     inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
                                 verify_each=state.options.verify_each)
     manager = PassManager(stage, pipeline, [inst])
+    check_pipeline(manager.passes, stage, given=properties_of(module))   # before any pass runs
     for pass_ in manager.passes:     # the launch's values, where the pipeline gave none
         pass_.set_default_option("num-warps", state.options.num_warps)
         pass_.set_default_option("target", f"cuda:{state.options.arch}")
@@ -202,12 +204,12 @@ def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) 
 
 def override_text(state: CompileState, stage: str) -> str | None:
     """The text of a stage replaced by a file from the override folder, noted in the trace."""
-    from compiler.dump import find_override
+    from compiler.dump import find_override, read_override
     path = find_override(state.name, stage, state.options.override_dir)
     if path is None:
         return None
     state.trace.overrides[stage] = str(path)
-    return path.read_text()
+    return read_override(path, stage)
 
 
 def stage_ttir(state: CompileState) -> None:
@@ -270,8 +272,8 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
     else:
         kernel = _compile_cached(src, opts)
     if opts.dump_dir:
-        from compiler.dump import dump_trace
-        dump_trace(kernel.trace, Path(opts.dump_dir) / kernel.name)
+        from compiler.dump import dump_trace_or_warn
+        dump_trace_or_warn(kernel.trace, Path(opts.dump_dir) / kernel.name)
     return kernel
 
 
@@ -283,11 +285,12 @@ def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
                     target=f"cuda:{opts.arch}")
     entry = None if cache.options.always_compile else cache.get(key)
     if entry is not None:
-        kernel = CompiledKernel.from_cache(entry, opts)
-    else:
-        kernel = _compile_uncached(_state_from_source(src, opts), "ttir", None)
-        cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)),
-                  kernel.metadata)
+        try:
+            return CompiledKernel.from_cache(entry, opts)
+        except Exception as exc:        # whole on disk, but not loadable by this compiler
+            cache.reject(entry, f"cannot be loaded: {type(exc).__name__}: {exc}")
+    kernel = _compile_uncached(_state_from_source(src, opts), "ttir", None)
+    cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)), kernel.metadata)
     return kernel
 
 
@@ -308,6 +311,9 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
             run = True
         if not run:
             continue
+        if name == "llir":           # the lowering needs layouts, a warp count, no calls
+            from compiler.passes.requirements import check_stage_input
+            check_stage_input(state.ttgir, name)
         start = time.perf_counter()
         stage(state)
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3

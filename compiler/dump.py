@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,38 @@ def dump_trace(trace: CompileTrace, directory: str | Path, write_json: bool = Tr
     return directory
 
 
+class DumpWarning(UserWarning):
+    """A dump directory could not be written; the compile itself went on."""
+
+
+_WARNED_DIRS: set[str] = set()
+
+
+def dump_trace_or_warn(trace: CompileTrace, directory: str | Path) -> Path | None:
+    """`dump_trace` for dumps the environment asked for (TILE_KERNEL_DUMP): a directory that
+    cannot be written (read-only, a file in the way, disk full) is reported once per directory
+    with a `DumpWarning` and skipped, so a dump never fails a compile."""
+    try:
+        return dump_trace(trace, directory)
+    except OSError as exc:
+        key = str(Path(directory).parent)
+        if key not in _WARNED_DIRS:
+            _WARNED_DIRS.add(key)
+            warnings.warn(f"cannot write the kernel dump {directory}: {exc}; dump skipped",
+                          DumpWarning, stacklevel=2)
+        return None
+
+
+def read_override(path: Path, stage: str) -> str:
+    """The text of an override file; a clear `ValueError` naming it when it is not readable
+    UTF-8 text (an override is the user's intent, so it is never skipped silently)."""
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: the override for stage {stage} cannot be read: {exc}") \
+            from None
+
+
 def dump_traces(traces: list[CompileTrace], directory: str | Path) -> Path:
     """Write several traces, one sub-directory each (`<kernel>` or `<kernel>-<n>`), and one
     `trace.json` holding all of them at the top."""
@@ -115,4 +148,4 @@ def load_override(kernel_name: str, stage: str, override_dir: str | Path | None)
     """The text that replaces `stage`'s output for `kernel_name` (TILE_OVERRIDE_DIR), or None.
     The compile driver notes the file in `trace.overrides[stage]` (see `find_override`)."""
     path = find_override(kernel_name, stage, override_dir)
-    return path.read_text() if path is not None else None
+    return read_override(path, stage) if path is not None else None

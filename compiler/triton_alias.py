@@ -1,9 +1,10 @@
 """Make `import triton` resolve to this compiler, so Triton kernels run unmodified.
 
 `install()` puts `compiler` in `sys.modules` as `triton`, `compiler.language` as
-`triton.language` (and its `math` as `triton.language.math`), and `compiler.testing` as
-`triton.testing`; `uninstall()` puts back whatever was there before. `installed()` is the same
-as a context manager. The explorer's command line applies it to the files it runs.
+`triton.language` (and its `math` as `triton.language.math`), `compiler.testing` as
+`triton.testing` and `compiler.profiler` as `triton.profiler` (Proton's import path);
+`uninstall()` puts back whatever was there before. `installed()` is the same as a context
+manager. The explorer's command line applies it to the files it runs.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ ALIASES = {
     "triton.language": "compiler.language",
     "triton.language.math": "compiler.language.math",
     "triton.testing": "compiler.testing",
+    "triton.profiler": "compiler.profiler",
 }
 
 _MISSING = object()

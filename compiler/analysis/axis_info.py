@@ -16,9 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
+from compiler.dialects import arith, scf, tt, ttg
 from compiler.dialects.tt import PointerType
 from compiler.ir.attributes import DenseArrayAttr, DenseAttr, IntegerAttr
 from compiler.ir.core import BlockArgument, Operation, Value
+from compiler.ir.traits import Elementwise
 from compiler.ir.types import FloatType, IntegerType, TensorType, Type
 
 MAX_DIVISIBILITY = 1 << 30
@@ -112,10 +114,10 @@ class _Analysis:
             self.op(op)
 
     def op(self, op: Operation) -> None:
-        if op.name == "scf.for":
+        if isinstance(op, scf.ForOp):
             self._for(op)
             return
-        if op.name == "scf.if":
+        if isinstance(op, scf.IfOp):
             for region in op.regions:
                 self.block(region.blocks[0])
             yields = [region.blocks[0].terminator for region in op.regions]
@@ -151,57 +153,84 @@ class _Analysis:
     # ---- transfer rules --------------------------------------------------------------------
     def _rule(self, op: Operation, result: Value) -> AxisInfo:
         shape = _shape(result.type)
-        name = op.name
         ins = [self.get(v) for v in op.operands]
-        if name == "arith.constant":
-            return _constant_info(op, shape)
-        if name == "tt.make_range":
-            start = op.attributes["start"].value
-            return AxisInfo((shape[0],), (pow2_divisor(start),), (1,))
-        if name == "tt.splat":
-            src = ins[0]
-            return AxisInfo.splat(shape, src.divisibility[0], src.constant)
-        if name in ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.index_cast"):
-            return ins[0]
-        if name == "arith.trunci":
-            return _truncate(ins[0], result.type.scalar.width)
-        if name == "tt.broadcast":
-            return _broadcast(ins[0], _shape(op.operands[0].type), shape)
-        if name == "tt.expand_dims":
-            return _expand_dims(ins[0], op.attributes["axis"].value)
-        if name == "tt.trans":
-            order = op.attributes["order"].values
-            return AxisInfo(tuple(ins[0].contiguity[o] for o in order),
-                            tuple(ins[0].divisibility[o] for o in order),
-                            tuple(ins[0].constancy[o] for o in order), ins[0].constant)
-        if name == "tt.addptr":
-            scale = _elem_bytes(op.operands[0].type)
-            return _add(ins[0], _scale(ins[1], scale), subtract=False, pointer=True)
-        if name == "arith.addi":
-            return _add(ins[0], ins[1], subtract=False)
-        if name == "arith.subi":
-            return _add(ins[0], ins[1], subtract=True)
-        if name == "arith.muli":
-            return _mul(ins[0], ins[1])
-        if name in ("arith.divsi", "arith.divui"):
-            return _div(ins[0], ins[1])
-        if name in ("arith.remsi", "arith.remui"):
-            return _rem(ins[0], ins[1])
-        if name == "arith.shli" and ins[1].constant is not None and 0 <= ins[1].constant < 64:
-            return _mul(ins[0], AxisInfo.splat(shape, pow2_divisor(1 << ins[1].constant),
-                                               1 << ins[1].constant))
-        if name in ("arith.cmpi",):
-            return _compare(ins[0], ins[1], op.attributes["predicate"].value)
-        if name == "arith.select":
-            return _select(ins[0], ins[1], ins[2])
-        if name in ("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.andi",
-                    "arith.ori", "arith.xori", "arith.shrsi", "arith.shrui"):
-            return _only_constancy(ins, shape,
-                                   keep_div=name in ("arith.maxsi", "arith.minsi",
-                                                     "arith.maxui", "arith.minui"))
-        if op.has_trait("elementwise") and op.operands:
+        rule = TRANSFER_RULES.get(type(op))
+        if rule is not None:
+            return rule(op, result, ins, shape)
+        if op.has_trait(Elementwise) and op.operands:
             return _only_constancy(ins, shape, keep_div=False)
         return AxisInfo.unknown(shape)
+
+
+# Transfer rules by op class: `rule(op, result, operand infos, result shape) -> AxisInfo`.
+# Elementwise ops without a rule keep only constancy; every other op is unknown.
+def _same_as_operand(op, result, ins, shape):
+    return ins[0]
+
+
+def _make_range_rule(op, result, ins, shape):
+    return AxisInfo((shape[0],), (pow2_divisor(op.start),), (1,))
+
+
+def _splat_rule(op, result, ins, shape):
+    return AxisInfo.splat(shape, ins[0].divisibility[0], ins[0].constant)
+
+
+def _trans_rule(op, result, ins, shape):
+    src, order = ins[0], op.order
+    return AxisInfo(tuple(src.contiguity[o] for o in order),
+                    tuple(src.divisibility[o] for o in order),
+                    tuple(src.constancy[o] for o in order), src.constant)
+
+
+def _addptr_rule(op, result, ins, shape):
+    scale = _elem_bytes(op.ptr.type)
+    return _add(ins[0], _scale(ins[1], scale), subtract=False, pointer=True)
+
+
+def _shli_rule(op, result, ins, shape):
+    amount = ins[1].constant
+    if amount is not None and 0 <= amount < 64:
+        return _mul(ins[0], AxisInfo.splat(shape, pow2_divisor(1 << amount), 1 << amount))
+    return _only_constancy(ins, shape, keep_div=False)
+
+
+def _min_max_rule(op, result, ins, shape):
+    return _only_constancy(ins, shape, keep_div=True)
+
+
+def _bitwise_rule(op, result, ins, shape):
+    return _only_constancy(ins, shape, keep_div=False)
+
+
+_B = arith.BINARY_OPS
+TRANSFER_RULES = {
+    arith.ConstantOp: lambda op, result, ins, shape: _constant_info(op, shape),
+    tt.MakeRangeOp: _make_range_rule,
+    tt.SplatOp: _splat_rule,
+    ttg.ConvertLayoutOp: _same_as_operand,
+    arith.CAST_OPS["extsi"]: _same_as_operand,
+    arith.CAST_OPS["extui"]: _same_as_operand,
+    arith.CAST_OPS["index_cast"]: _same_as_operand,
+    arith.CAST_OPS["trunci"]: lambda op, result, ins, shape: _truncate(ins[0],
+                                                                     result.type.scalar.width),
+    tt.BroadcastOp: lambda op, result, ins, shape: _broadcast(ins[0], _shape(op.src.type), shape),
+    tt.ExpandDimsOp: lambda op, result, ins, shape: _expand_dims(ins[0], op.axis),
+    tt.TransOp: _trans_rule,
+    tt.AddPtrOp: _addptr_rule,
+    _B["addi"]: lambda op, result, ins, shape: _add(ins[0], ins[1], subtract=False),
+    _B["subi"]: lambda op, result, ins, shape: _add(ins[0], ins[1], subtract=True),
+    _B["muli"]: lambda op, result, ins, shape: _mul(ins[0], ins[1]),
+    _B["divsi"]: lambda op, result, ins, shape: _div(ins[0], ins[1]),
+    _B["divui"]: lambda op, result, ins, shape: _div(ins[0], ins[1]),
+    _B["remsi"]: lambda op, result, ins, shape: _rem(ins[0], ins[1]),
+    _B["remui"]: lambda op, result, ins, shape: _rem(ins[0], ins[1]),
+    _B["shli"]: _shli_rule,
+    arith.CmpIOp: lambda op, result, ins, shape: _compare(ins[0], ins[1], op.predicate),
+    arith.SelectOp: lambda op, result, ins, shape: _select(ins[0], ins[1], ins[2]),
+    **{_B[n]: _min_max_rule for n in ("maxsi", "minsi", "maxui", "minui")},
+    **{_B[n]: _bitwise_rule for n in ("andi", "ori", "xori", "shrsi", "shrui")},
+}
 
 
 def _argument_info(arg: BlockArgument) -> AxisInfo:

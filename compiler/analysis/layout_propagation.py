@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding,
                                    SliceEncoding)
+from compiler.dialects.tt import ExpandDimsOp, ReduceOp, TransOp
 from compiler.ir.core import Operation, Value
+from compiler.ir.traits import Elementwise, SameOperandsAndResultLayout, SameOperandsAndResultType
 from compiler.ir.types import TensorType, Type
-
-# Ops whose every tensor operand and result share one layout, so any layout can be pushed
-# through them (given their operands are moved to it too).
-SAME_LAYOUT_OPS = frozenset({"tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas",
-                             "tt.splat", "tt.make_range", "arith.constant", "tt.print",
-                             "tt.assert", "scf.yield"})
 
 
 def _prod(values) -> int:
@@ -136,26 +132,31 @@ def permute_blocked(encoding: BlockedEncoding, order: tuple) -> BlockedEncoding:
 
 def is_elementwise(op: Operation) -> bool:
     """Ops that apply one scalar function element by element (all tensors share a layout)."""
-    return op.has_trait("elementwise") or op.has_trait("same_operands_and_result_type")
+    return op.has_trait(Elementwise) or op.has_trait(SameOperandsAndResultType)
+
+
+def passes_layout_through(op: Operation) -> bool:
+    """Ops whose every tensor operand and result share one layout, so any layout can be pushed
+    through them (given their operands are moved to it too)."""
+    return is_elementwise(op) or op.has_trait(SameOperandsAndResultLayout)
 
 
 def result_encoding(op: Operation, operand_encoding) -> object | None:
     """Forward rule: the layout of `op`'s tensor results when its tensor operands have layout
     `operand_encoding`; None when the op fixes its own layout (dot, convert, reductions to
     scalars) or cannot take that layout."""
-    if is_elementwise(op) or op.name in SAME_LAYOUT_OPS or op.name in ("tt.broadcast",
-                                                                        "tt.scan"):
+    if passes_layout_through(op):
         return operand_encoding
-    if op.name == "tt.reduce":
+    if isinstance(op, ReduceOp):
         if not isinstance(op.results[0].type, TensorType):
             return None
         return SliceEncoding(op.attributes["axis"].value, operand_encoding)
-    if op.name == "tt.expand_dims":
+    if isinstance(op, ExpandDimsOp):
         if isinstance(operand_encoding, SliceEncoding) and \
                 operand_encoding.dim == op.attributes["axis"].value:
             return operand_encoding.parent
         return None
-    if op.name == "tt.trans" and isinstance(operand_encoding, BlockedEncoding):
+    if isinstance(op, TransOp) and isinstance(operand_encoding, BlockedEncoding):
         return permute_blocked(operand_encoding, op.attributes["order"].values)
     return None
 
@@ -163,17 +164,16 @@ def result_encoding(op: Operation, operand_encoding) -> object | None:
 def operand_encoding(op: Operation, wanted) -> object | None:
     """Backward rule: the layout `op`'s tensor operands need so that its result has layout
     `wanted`; None when no operand layout gives it."""
-    if is_elementwise(op) or op.name in SAME_LAYOUT_OPS or op.name in ("tt.broadcast",
-                                                                        "tt.scan"):
+    if passes_layout_through(op):
         return wanted
-    if op.name == "tt.expand_dims":
+    if isinstance(op, ExpandDimsOp):
         return SliceEncoding(op.attributes["axis"].value, wanted)
-    if op.name == "tt.reduce":
+    if isinstance(op, ReduceOp):
         axis = op.attributes["axis"].value
         if isinstance(wanted, SliceEncoding) and wanted.dim == axis:
             return wanted.parent
         return None
-    if op.name == "tt.trans" and isinstance(wanted, BlockedEncoding):
+    if isinstance(op, TransOp) and isinstance(wanted, BlockedEncoding):
         order = op.attributes["order"].values
         inverse = [0] * len(order)
         for new, old in enumerate(order):

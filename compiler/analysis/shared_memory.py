@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
-from compiler.dialects.tt import PointerType
-from compiler.dialects.ttg import MemDescType
+from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, PointerType, ReduceOp,
+                                  ReshapeOp, ScanOp, TransOp)
+from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
+                                   MemDescType)
 from compiler.ir.core import Operation
+from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, TensorType
 
 ALIGNMENT = 16
@@ -52,19 +55,21 @@ def scratch_bytes(op: Operation) -> int:
     reduce / scan: when warps split the reduced axis, one value per warp per output element
       (numel of the result with the axis counted as the warps along it) for each operand;
     atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads."""
-    if op.name == "ttg.convert_layout":
+    if not op.has_trait(SharedMemoryScratch):
+        return 0
+    if isinstance(op, ConvertLayoutOp):
         src, dst = op.operands[0].type, op.results[0].type
         if _same_distribution(src, dst):
             return 0
         return _numel(src.shape) * byte_width(src)
-    if op.name in ("tt.trans", "tt.reshape"):
+    if isinstance(op, (TransOp, ReshapeOp)):
         # lowered as an exchange through shared memory (codegen/lower_shape.py), like a
         # conversion, unless a reshape keeps shape and distribution
         src, dst = op.operands[0].type, op.results[0].type
         if src.shape == dst.shape and _same_distribution(src, dst):
             return 0
         return _numel(src.shape) * byte_width(src)
-    if op.name in ("tt.reduce", "tt.scan"):
+    if isinstance(op, (ReduceOp, ScanOp)):
         src = op.operands[0].type
         if not isinstance(src, TensorType) or src.encoding is None:
             return 0
@@ -75,8 +80,8 @@ def scratch_bytes(op: Operation) -> int:
         shape = list(src.shape)
         shape[axis] = warps
         return sum(_numel(shape) * byte_width(v.type) for v in op.operands)
-    if op.name in ("tt.atomic_rmw", "tt.atomic_cas") and not isinstance(op.results[0].type,
-                                                                          TensorType):
+    if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and not isinstance(op.results[0].type,
+                                                                       TensorType):
         return byte_width(op.results[0].type)
     return 0
 
@@ -133,10 +138,10 @@ def _users_through_views(value) -> list:
     found = []
     for user, position in value.uses:
         found.append((user, position))
-        if user.name == "ttg.memdesc_index":
+        if isinstance(user, MemDescIndexOp):
             found += _users_through_views(user.results[0])
-        elif user.name == "ttg.local_load":
-            found += [(dot, i) for dot, i in user.results[0].uses if dot.name == "tt.dot"]
+        elif isinstance(user, LocalLoadOp):
+            found += [(dot, i) for dot, i in user.results[0].uses if isinstance(dot, DotOp)]
     return found
 
 
@@ -149,7 +154,7 @@ def _live_end(op: Operation, index: dict, last: dict) -> int:
             end = max(end, index[user])
             ancestor = user.parent_op
             while ancestor is not None and ancestor in index and not ancestor.is_ancestor_of(op):
-                if ancestor.name in ("scf.for", "scf.while"):
+                if ancestor.has_trait(LoopLike):
                     end = max(end, last[ancestor])
                 ancestor = ancestor.parent_op
     return end
@@ -160,7 +165,7 @@ def buffers(func: Operation) -> list[Buffer]:
     index, last = _number_ops(func)
     out = []
     for op in index:
-        if op.name == "ttg.local_alloc":
+        if isinstance(op, LocalAllocOp):
             t = op.results[0].type
             out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t)), index[op],
                               _live_end(op, index, last), "explicit"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import ttg
 from compiler.dialects.ttg import BlockedEncoding
 
 from . import vector_width as vw
@@ -22,7 +23,7 @@ from .registry import lowers
 CP_ASYNC_BYTES = (4, 8, 16)
 
 
-@lowers("ttg.memdesc_index")
+@lowers(ttg.MemDescIndexOp)
 def lower_memdesc_index(ctx, op):
     """`ttg.memdesc_index %buf[%i]`: the buffer's base plus i slices (bytes)."""
     buf, index = op.operands
@@ -58,7 +59,7 @@ def _cp_async(ctx, dst, src, pred, nbytes: int) -> None:
     inline_ptx(b, ir.VoidType(), asm, "r,l,r", [dst, src, src_size])
 
 
-@lowers("ttg.async_copy_global_to_local")
+@lowers(ttg.AsyncCopyGlobalToLocalOp)
 def lower_async_copy(ctx, op):
     """`ttg.async_copy_global_to_local %ptrs, %buf [mask %m]`: each thread copies its unique
     elements to their swizzled place in the buffer, `copy_width` elements per instruction."""
@@ -93,13 +94,13 @@ def lower_async_copy(ctx, op):
         shared_store(ctx, base, offset, value)
 
 
-@lowers("ttg.async_commit_group")
+@lowers(ttg.AsyncCommitGroupOp)
 def lower_async_commit_group(ctx, op):
     """`ttg.async_commit_group`: `cp.async.commit_group`."""
     inline_ptx(ctx.builder, ir.VoidType(), "cp.async.commit_group;", "", [])
 
 
-@lowers("ttg.async_wait")
+@lowers(ttg.AsyncWaitOp)
 def lower_async_wait(ctx, op):
     """`ttg.async_wait {num}`: `cp.async.wait_group num`, then a CTA barrier."""
     num = op.attributes["num"].value

@@ -3,6 +3,8 @@ variable and every register of every loop-carried tensor), scf.if (a merge block
 scf.while (before/after blocks), and tt.return."""
 from __future__ import annotations
 
+from compiler.dialects import scf, tt
+
 from .lowering import LoweringError
 from .registry import lowers
 
@@ -23,7 +25,7 @@ def _phis(builder, template: list) -> list:
     return [builder.phi(v.type) for v in template]
 
 
-@lowers("scf.for")
+@lowers(scf.ForOp)
 def lower_for(ctx, op):
     """`scf.for`: header (phis, `iv < ub`), body, latch (`iv + step`), exit."""
     b = ctx.builder
@@ -62,7 +64,7 @@ def lower_for(ctx, op):
         ctx.set(result, values)
 
 
-@lowers("scf.if")
+@lowers(scf.IfOp)
 def lower_if(ctx, op):
     """`scf.if`: then/else blocks joined by phis of the yielded registers."""
     b = ctx.builder
@@ -92,7 +94,7 @@ def lower_if(ctx, op):
             ctx.set(result, values)
 
 
-@lowers("scf.while")
+@lowers(scf.WhileOp)
 def lower_while(ctx, op):
     """`scf.while`: the before block (phis, condition) loops through the after block."""
     b = ctx.builder
@@ -132,7 +134,7 @@ def lower_while(ctx, op):
         ctx.set(result, values)
 
 
-@lowers("tt.return")
+@lowers(tt.ReturnOp)
 def lower_return(ctx, op):
     """`tt.return` of a kernel: `ret void`."""
     if op.operands:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import tt, ttg
 from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
@@ -210,7 +211,7 @@ def same_distribution(a, b, shape) -> bool:
         return False
 
 
-@lowers("ttg.convert_layout")
+@lowers(ttg.ConvertLayoutOp)
 def lower_convert_layout(ctx, op):
     """`ttg.convert_layout`: free when both layouts distribute elements alike, else through
     shared memory."""
@@ -265,7 +266,7 @@ def _store_width(value_type, shared_layout) -> int:
     return width if width & (width - 1) == 0 else 1
 
 
-@lowers("ttg.local_alloc")
+@lowers(ttg.LocalAllocOp)
 def lower_local_alloc(ctx, op):
     """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
     from registers when an initial value is given."""
@@ -278,7 +279,7 @@ def lower_local_alloc(ctx, op):
         barrier(ctx.builder)
 
 
-@lowers("ttg.local_store")
+@lowers(ttg.LocalStoreOp)
 def lower_local_store(ctx, op):
     """`ttg.local_store`: registers into a shared buffer (barriers on both sides)."""
     value, buf = op.operands
@@ -287,7 +288,7 @@ def lower_local_store(ctx, op):
     barrier(ctx.builder)
 
 
-@lowers("ttg.local_load")
+@lowers(ttg.LocalLoadOp)
 def lower_local_load(ctx, op):
     """`ttg.local_load`: a shared buffer into registers of the result's layout. When only
     tt.dot ops use the result, no registers are made: the dot reads the buffer itself."""
@@ -295,7 +296,7 @@ def lower_local_load(ctx, op):
     t = op.results[0].type
     base = ctx.get(buf)[0]
     users = op.results[0].users()
-    if users and all(u.name == "tt.dot" for u in users):
+    if users and all(isinstance(u, tt.DotOp) for u in users):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
         return
@@ -310,12 +311,12 @@ def lower_local_load(ctx, op):
                             for c in ctx.indexer.coords(b, t.encoding, t.shape)])
 
 
-@lowers("ttg.local_dealloc")
+@lowers(ttg.LocalDeallocOp)
 def lower_local_dealloc(ctx, op):
     """`ttg.local_dealloc`: nothing to emit (offsets are static)."""
 
 
-@lowers("gpu.barrier")
+@lowers(ttg.BarrierOp)
 def lower_barrier(ctx, op):
     """`gpu.barrier`: bar.sync 0."""
     barrier(ctx.builder)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import tt
 from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
@@ -44,7 +45,7 @@ def _no_unroll(module: ir.Module):
     return loop
 
 
-@lowers("tt.dot")
+@lowers(tt.DotOp)
 def lower_dot(ctx, op):
     """`tt.dot a, b, acc` with a blocked accumulator layout: a k-loop of FMAs per register."""
     a, bv, c = op.operands

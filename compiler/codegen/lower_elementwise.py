@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import arith, tt
+from compiler.dialects import math as math_ops
 from compiler.ir.attributes import DenseAttr
 
 from .llvm_helpers import F32, call_intrinsic, inline_ptx, llvm_type, type_bits
@@ -31,7 +33,7 @@ def _register_count(ctx, value) -> int:
     return elements_per_thread(t.encoding, t.shape)
 
 
-@lowers("arith.constant")
+@lowers(arith.ConstantOp)
 def lower_constant(ctx, op):
     """`arith.constant`: a scalar, or the splat value in every register of the tensor."""
     attr = op.attributes["value"]
@@ -93,7 +95,7 @@ INT_BINARY = {
 
 
 def _register_int_binary(name, fn):
-    @lowers(f"arith.{name}")
+    @lowers(arith.BINARY_OPS[name])
     def lower(ctx, op):
         _map(ctx, op, fn)
     lower.__doc__ = f"`arith.{name}` register by register."
@@ -104,13 +106,13 @@ for _name, _fn in INT_BINARY.items():
     _register_int_binary(_name, _fn)
 
 
-@lowers("tt.mulhiui")
+@lowers(tt.MulhiUIOp)
 def lower_tt_mulhiui(ctx, op):
     """`tt.mulhiui`: the high half of an unsigned product."""
     _map(ctx, op, _mulhiui)
 
 
-@lowers("math.absi")
+@lowers(math_ops.AbsIOp)
 def lower_absi(ctx, op):
     """`math.absi`: select(x < 0, -x, x)."""
     def emit(b, x):
@@ -246,23 +248,23 @@ MATH_UNARY = {
 }
 
 
-def _register_map(op_name, fn):
-    @lowers(op_name)
+def _register_map(op_class, fn):
+    @lowers(op_class)
     def lower(ctx, op):
         _map(ctx, op, fn)
-    lower.__doc__ = f"`{op_name}` register by register."
+    lower.__doc__ = f"`{op_class.name}` register by register."
     return lower
 
 
 for _name, _fn in FLOAT_BINARY.items():
-    _register_map(f"arith.{_name}", _fn)
+    _register_map(arith.BINARY_OPS[_name], _fn)
 for _name, _fn in MATH_UNARY.items():
-    _register_map(f"math.{_name}", _fn)
-_register_map("arith.negf", lambda b, x: b.fneg(x))
-_register_map("math.fma", _llvm_math("fma"))
-_register_map("tt.precise_sqrt", _via_f32(_intrinsic_f("llvm.nvvm.sqrt.rn.f"), _sqrt64))
-_register_map("tt.precise_divf", _via_f32(_intrinsic_f("llvm.nvvm.div.rn.f"),
-                                          lambda b, x, y: b.fdiv(x, y)))
+    _register_map(math_ops.UNARY_OPS[_name], _fn)
+_register_map(arith.NegFOp, lambda b, x: b.fneg(x))
+_register_map(math_ops.FmaOp, _llvm_math("fma"))
+_register_map(tt.PreciseSqrtOp, _via_f32(_intrinsic_f("llvm.nvvm.sqrt.rn.f"), _sqrt64))
+_register_map(tt.PreciseDivFOp, _via_f32(_intrinsic_f("llvm.nvvm.div.rn.f"),
+                                         lambda b, x, y: b.fdiv(x, y)))
 
 
 # ---- comparisons and select ----------------------------------------------------------------------
@@ -277,7 +279,7 @@ FLOAT_PREDICATES = {"oeq": ("==", True), "ogt": (">", True), "oge": (">=", True)
                     "une": ("!=", False), "uno": ("uno", False)}
 
 
-@lowers("arith.cmpi")
+@lowers(arith.CmpIOp)
 def lower_cmpi(ctx, op):
     """`arith.cmpi`: icmp with the signedness of the predicate."""
     pred, signed = INT_PREDICATES[op.attributes["predicate"].value]
@@ -287,7 +289,7 @@ def lower_cmpi(ctx, op):
     _map(ctx, op, emit)
 
 
-@lowers("arith.cmpf")
+@lowers(arith.CmpFOp)
 def lower_cmpf(ctx, op):
     """`arith.cmpf`: fcmp, ordered or unordered as the predicate says."""
     name = op.attributes["predicate"].value
@@ -302,7 +304,7 @@ def lower_cmpf(ctx, op):
     _map(ctx, op, emit)
 
 
-@lowers("arith.select")
+@lowers(arith.SelectOp)
 def lower_select(ctx, op):
     """`arith.select` register by register (a scalar condition applies to every register)."""
     c, x, y = (ctx.get(v) for v in op.operands)
@@ -334,7 +336,7 @@ for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf"
                      "truncf": "fptrunc", "sitofp": "sitofp", "uitofp": "uitofp",
                      "fptosi": "fptosi", "fptoui": "fptoui", "bitcast": "bitcast",
                      "index_cast": "index_cast"}.items():
-    lowers(f"arith.{_name}")(_cast(_kind))
-lowers("tt.bitcast")(_cast("bitcast"))
-lowers("tt.int_to_ptr")(_cast("inttoptr"))
-lowers("tt.ptr_to_int")(_cast("ptrtoint"))
+    lowers(arith.CAST_OPS[_name])(_cast(_kind))
+lowers(tt.BitcastOp)(_cast("bitcast"))
+lowers(tt.IntToPtrOp)(_cast("inttoptr"))
+lowers(tt.PtrToIntOp)(_cast("ptrtoint"))

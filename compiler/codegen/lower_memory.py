@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import tt
 from compiler.ir.types import TensorType
 
 from . import vector_width as vw
@@ -22,7 +23,7 @@ CONSTRAINT = {8: "r", 16: "h", 32: "r", 64: "l"}
 MOV = {8: "mov.u32", 16: "mov.u16", 32: "mov.u32", 64: "mov.u64"}
 
 
-@lowers("tt.addptr")
+@lowers(tt.AddPtrOp)
 def lower_addptr(ctx, op):
     """`tt.addptr`: a GEP over the pointee's memory type."""
     ptr, offset = op.operands
@@ -109,7 +110,7 @@ def _load_group(ctx, ptr, pred, others, elem_ty, width):
     return [from_memory(b, v, elem_ty) for v in values]
 
 
-@lowers("tt.load")
+@lowers(tt.LoadOp)
 def lower_load(ctx, op):
     """`tt.load` (ptr[, mask[, other]]): vectorized, predicated inline-PTX loads."""
     ptr_value, mask_value, other_value = _operand(op, 0), _operand(op, 1), _operand(op, 2)
@@ -151,7 +152,7 @@ def _store_group(ctx, ptr, pred, values):
     inline_ptx(b, ir.VoidType(), asm, ",".join(constraints), args)
 
 
-@lowers("tt.store")
+@lowers(tt.StoreOp)
 def lower_store(ctx, op):
     """`tt.store` (ptr, value[, mask]): vectorized, predicated; duplicated elements are
     stored by one thread only (scalar stores by thread 0)."""
@@ -257,7 +258,7 @@ def _lower_atomic(ctx, op, opcode, kind, data_operands, mask_value):
                             for reg in range(len(ptrs))])
 
 
-@lowers("tt.atomic_rmw")
+@lowers(tt.AtomicRMWOp)
 def lower_atomic_rmw(ctx, op):
     """`tt.atomic_rmw` (ptr, val[, mask]) with atomic_rmw_op add/fadd/max/umax/min/umin/exch/and/
     or/xor."""
@@ -269,7 +270,7 @@ def lower_atomic_rmw(ctx, op):
     _lower_atomic(ctx, op, opcode, kind, [op.operands[1]], _operand(op, 2))
 
 
-@lowers("tt.atomic_cas")
+@lowers(tt.AtomicCASOp)
 def lower_atomic_cas(ctx, op):
     """`tt.atomic_cas` (ptr, cmp, val): compare-and-swap, returning the old value."""
     _lower_atomic(ctx, op, "cas", "b", [op.operands[1], op.operands[2]], None)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from compiler.dialects import tt
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import (F64, GENERIC_PTR, I32, I64, i32, special_register, type_bits)
@@ -16,13 +17,13 @@ def _axis(op) -> str:
     return AXES[axis] if isinstance(axis, int) else str(axis)
 
 
-@lowers("tt.get_program_id")
+@lowers(tt.GetProgramIdOp)
 def lower_program_id(ctx, op):
     """`tt.get_program_id`: %ctaid.{x,y,z}."""
     ctx.set(op.results[0], [special_register(ctx.builder, f"ctaid.{_axis(op)}")])
 
 
-@lowers("tt.get_num_programs")
+@lowers(tt.GetNumProgramsOp)
 def lower_num_programs(ctx, op):
     """`tt.get_num_programs`: %nctaid.{x,y,z}."""
     ctx.set(op.results[0], [special_register(ctx.builder, f"nctaid.{_axis(op)}")])
@@ -76,7 +77,7 @@ def vprintf(ctx, fmt: str, args: list) -> None:
     b.call(fn, [_string(ctx, fmt), packed])
 
 
-@lowers("tt.print")
+@lowers(tt.PrintOp)
 def lower_print(ctx, op):
     """`tt.print`: one line per element and thread: `pid (x, y, z) idx (i, ...) prefix: v`."""
     b = ctx.builder
@@ -109,7 +110,7 @@ def lower_print(ctx, op):
         vprintf(ctx, f"pid (%u, %u, %u){idx_fmt} {prefix}" + " ".join(value_fmts) + "\n", args)
 
 
-@lowers("tt.assert")
+@lowers(tt.AssertOp)
 def lower_assert(ctx, op):
     """`tt.assert`: if any element of the condition is false, `__assertfail(message, ...)`."""
     b = ctx.builder

@@ -7,6 +7,7 @@ tensors smaller than the layout's tile are not counted twice.
 """
 from __future__ import annotations
 
+from compiler.dialects import tt
 from compiler.analysis import layouts
 from compiler.dialects.ttg import SliceEncoding
 from compiler.ir.types import TensorType
@@ -77,7 +78,7 @@ def _reg_axis_coord(layout, shape, reg, axis) -> int:
     return layouts.thread_elements(layout, shape, 0, 0)[reg][axis]
 
 
-@lowers("tt.reduce")
+@lowers(tt.ReduceOp)
 def lower_reduce(ctx, op):
     """`tt.reduce {axis}`: in-thread, butterfly shuffles, then shared memory across warps."""
     axis = op.attributes["axis"].value
@@ -166,7 +167,7 @@ def _select_tuple(b, cond, a: tuple, c: tuple) -> tuple:
     return tuple(b.select(cond, x, y) for x, y in zip(a, c))
 
 
-@lowers("tt.scan")
+@lowers(tt.ScanOp)
 def lower_scan(ctx, op):
     """`tt.scan {axis, reverse}`: inclusive scan; chunk scans in each thread, a shuffle scan of
     chunk totals across lanes, warp totals through shared memory, tile repetitions in order."""

@@ -2,6 +2,7 @@
 re-indexing (no data moves between threads); reshape and trans go through shared memory."""
 from __future__ import annotations
 
+from compiler.dialects import tt
 from compiler.analysis import layouts
 from compiler.ir.types import TensorType
 
@@ -15,7 +16,7 @@ def _count(t: TensorType) -> int:
     return layouts.elements_per_thread(t.encoding, t.shape)
 
 
-@lowers("tt.splat")
+@lowers(tt.SplatOp)
 def lower_splat(ctx, op):
     """`tt.splat`: every register holds the scalar."""
     value = ctx.get(op.operands[0])[0]
@@ -39,7 +40,7 @@ def _reindex(ctx, op, src: TensorType, dst: TensorType, zero_root_dims) -> None:
     ctx.set(op.results[0], out)
 
 
-@lowers("tt.broadcast")
+@lowers(tt.BroadcastOp)
 def lower_broadcast(ctx, op):
     """`tt.broadcast`: dims of size 1 repeat the register that holds them."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -50,7 +51,7 @@ def lower_broadcast(ctx, op):
     _reindex(ctx, op, src, dst, zero | {dims[d] for d, s in enumerate(src.shape) if s == 1})
 
 
-@lowers("tt.expand_dims")
+@lowers(tt.ExpandDimsOp)
 def lower_expand_dims(ctx, op):
     """`tt.expand_dims`: the operand's layout is a slice of the result's; same registers."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -62,7 +63,7 @@ def lower_expand_dims(ctx, op):
     _reindex(ctx, op, src, dst, {dims[axis]})
 
 
-@lowers("tt.make_range")
+@lowers(tt.MakeRangeOp)
 def lower_make_range(ctx, op):
     """`tt.make_range`: start + the element's coordinate, per register."""
     t = op.results[0].type
@@ -75,7 +76,7 @@ def lower_make_range(ctx, op):
     ctx.set(op.results[0], out)
 
 
-@lowers("tt.reshape")
+@lowers(tt.ReshapeOp)
 def lower_reshape(ctx, op):
     """`tt.reshape`: row-major re-flattening through shared memory."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -98,7 +99,7 @@ def lower_reshape(ctx, op):
     ctx.set(op.results[0], exchange(ctx, values, src, dst, to_src))
 
 
-@lowers("tt.trans")
+@lowers(tt.TransOp)
 def lower_trans(ctx, op):
     """`tt.trans`: result element (i, j, ...) is operand element at the inverse permutation."""
     src, dst = op.operands[0].type, op.results[0].type

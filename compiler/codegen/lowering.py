@@ -18,6 +18,7 @@ import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
 from compiler.dialects.tt import PointerType
 from compiler.ir.core import Module, Operation, Region, Value
+from compiler.ir.traits import ReturnLike, Terminator
 from compiler.ir.types import TensorType, shape_of
 
 from . import vector_width as vw
@@ -30,8 +31,10 @@ TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
 
-PARENT_HANDLED_TERMINATORS = {"scf.yield", "scf.condition", "tt.reduce.return",
-                              "tt.scan.return"}
+def parent_handles(op: Operation) -> bool:
+    """A terminator its parent op reads (scf.yield, scf.condition, a combine region's return);
+    only a function's return is lowered on its own."""
+    return op.has_trait(Terminator) and not op.has_trait(ReturnLike)
 
 
 class LoweringError(Exception):
@@ -156,7 +159,7 @@ class LoweringContext:
     # ---- ops and regions -------------------------------------------------------------------
     def lower_op(self, op: Operation) -> None:
         """Emit one op with the debug location of its ttgir line."""
-        fn = lowering_for(op.name)
+        fn = lowering_for(type(op))
         if fn is None:
             raise LoweringError(f"no lowering for {op.name} (ttgir line "
                                 f"{self.lines.get(id(op), '?')})")
@@ -176,7 +179,7 @@ class LoweringContext:
     def lower_block(self, block) -> None:
         """Lower every op of a block except a terminator its parent op reads (scf.yield, ...)."""
         for op in block.ops:
-            if op.name in PARENT_HANDLED_TERMINATORS:
+            if parent_handles(op):
                 continue
             self.lower_op(op)
 

@@ -1,23 +1,30 @@
-"""The table of op lowerings: `@lowers("arith.addf")` registers a function `(ctx, op) -> None`
-that emits LLVM IR for one ttgir op and records its results with `ctx.set(...)`."""
+"""The table of op lowerings: `@lowers(arith.BINARY_OPS["addf"])` registers a function
+`(ctx, op) -> None` that emits LLVM IR for ops of that class and records their results with
+`ctx.set(...)`. The table is keyed by op class, never by name."""
 from __future__ import annotations
 
 from typing import Callable
 
-LOWERINGS: dict[str, Callable] = {}
+from compiler.ir.core import Operation
+
+LOWERINGS: dict[type[Operation], Callable] = {}
 
 
-def lowers(*op_names: str):
-    """Decorator: register the decorated function as the lowering of each named op."""
+def lowers(*op_classes: type[Operation]):
+    """Decorator: register the decorated function as the lowering of each op class given."""
+    for cls in op_classes:
+        if not (isinstance(cls, type) and issubclass(cls, Operation)):
+            raise TypeError(f"lowers() takes op classes, got {cls!r}")
+
     def register(fn: Callable) -> Callable:
-        for name in op_names:
-            LOWERINGS[name] = fn
+        for cls in op_classes:
+            LOWERINGS[cls] = fn
         return fn
     return register
 
 
-def lowering_for(op_name: str) -> Callable | None:
-    """The lowering function of an op name, importing every lowering module first."""
+def lowering_for(op_class: type[Operation]) -> Callable | None:
+    """The lowering function of an op class, importing every lowering module first."""
     from . import (lower_async, lower_control, lower_convert, lower_dot,  # noqa: F401
                    lower_elementwise, lower_memory, lower_misc, lower_reduce, lower_shape)
-    return LOWERINGS.get(op_name)
+    return LOWERINGS.get(op_class)

@@ -1,18 +1,20 @@
 """The `arith` dialect: integer and float arithmetic, comparisons, select, casts, constants."""
 from __future__ import annotations
 
+from compiler.ir.accessors import attr, operand
 from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr, StringAttr
 from compiler.ir.core import Operation, register_op
 from compiler.ir.syntax import AttrsThenType, Compare, Convert, OperandTypes, SameType
 from compiler.ir.types import IntegerType, TensorType, shape_of
+from compiler.ir.traits import (Cast, Commutative, ConstantLike, Elementwise, LayoutLeaf, Pure,
+                                SameOperandsAndResultLayout, SameOperandsAndResultType)
 from compiler.ir.verifier_errors import VerificationError
 
 from .common import (chain, define_op, set_attribute_kinds, set_counts, verify_cast_kinds,
                      verify_float_operands, verify_int_operands, verify_same_shape,
                      verify_same_type)
 
-PURE = ("pure",)
-BINARY = ("pure", "elementwise", "same_operands_and_result_type")
+BINARY = (Pure, Elementwise, SameOperandsAndResultType)
 
 
 @register_op
@@ -21,7 +23,7 @@ class ConstantOp(Operation):
 
     name = "arith.constant"
     syntax = AttrsThenType(bare_attr="value")
-    traits = frozenset({"pure", "constant_like"})
+    traits = (ConstantLike, SameOperandsAndResultLayout, LayoutLeaf)
 
     def verify_op(self):
         value = self.attributes.get("value")
@@ -47,12 +49,12 @@ COMMUTATIVE = {"addi", "muli", "andi", "ori", "xori", "maxsi", "minsi", "maxui",
 BINARY_OPS: dict[str, type[Operation]] = {}
 for _name in INT_BINARY + FLOAT_BINARY:
     _check = verify_int_operands if _name in INT_BINARY else verify_float_operands
-    _traits = BINARY + (("commutative",) if _name in COMMUTATIVE else ())
+    _traits = BINARY + ((Commutative,) if _name in COMMUTATIVE else ())
     BINARY_OPS[_name] = define_op(f"{_name.capitalize()}Op", f"arith.{_name}", SameType(), _traits,
-                                  chain(verify_same_type, _check))
+                                  chain(verify_same_type, _check), lhs=operand(0), rhs=operand(1))
 
-NegFOp = define_op("NegFOp", "arith.negf", SameType(), ("pure", "elementwise"),
-                   chain(verify_same_type, verify_float_operands))
+NegFOp = define_op("NegFOp", "arith.negf", SameType(), (Pure, Elementwise),
+                   chain(verify_same_type, verify_float_operands), src=operand(0))
 
 INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 FLOAT_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
@@ -73,10 +75,12 @@ def _verify_compare(predicates):
     return verify
 
 
-CmpIOp = define_op("CmpIOp", "arith.cmpi", Compare(), ("pure", "elementwise"),
-                   _verify_compare(INT_PREDICATES))
-CmpFOp = define_op("CmpFOp", "arith.cmpf", Compare(), ("pure", "elementwise"),
-                   _verify_compare(FLOAT_PREDICATES))
+CmpIOp = define_op("CmpIOp", "arith.cmpi", Compare(), (Pure, Elementwise),
+                   _verify_compare(INT_PREDICATES), lhs=operand(0), rhs=operand(1),
+                   predicate=attr("predicate"))
+CmpFOp = define_op("CmpFOp", "arith.cmpf", Compare(), (Pure, Elementwise),
+                   _verify_compare(FLOAT_PREDICATES), lhs=operand(0), rhs=operand(1),
+                   predicate=attr("predicate"))
 
 
 # `%c, %a, %b : Tc, T` (the condition's type first, as MLIR prints tensor selects)
@@ -93,8 +97,9 @@ def _verify_select(op):
         raise VerificationError(op, "condition shape differs from the operands'")
 
 
-SelectOp = define_op("SelectOp", "arith.select", _SELECT_SYNTAX, ("pure", "elementwise"),
-                     _verify_select)
+SelectOp = define_op("SelectOp", "arith.select", _SELECT_SYNTAX, (Pure, Elementwise),
+                     _verify_select, condition=operand(0), true_value=operand(1),
+                     false_value=operand(2))
 
 
 def _verify_cast(op):
@@ -125,8 +130,8 @@ CAST_OPS: dict[str, type[Operation]] = {}
 for _name in ["extsi", "extui", "trunci", "extf", "truncf", "sitofp", "uitofp", "fptosi",
               "fptoui", "bitcast", "index_cast"]:
     CAST_OPS[_name] = define_op(f"{_name.capitalize()}Op", f"arith.{_name}", Convert("to"),
-                                ("pure", "elementwise", "cast"),
-                                chain(_verify_cast, _CAST_KINDS[_name]))
+                                (Pure, Elementwise, Cast), chain(_verify_cast, _CAST_KINDS[_name]),
+                                src=operand(0))
 
 # ---- operand and result counts (checked before the verifiers above run) ------------------------
 set_counts([ConstantOp], operands=0, results=1)

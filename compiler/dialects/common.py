@@ -1,6 +1,7 @@
 """Shared pieces for dialect definitions: op-class factory and common verifier checks."""
 from __future__ import annotations
 
+from compiler.ir.accessors import is_accessor
 from compiler.ir.context import Dialect, default_context
 from compiler.ir.core import Operation, register_op
 from compiler.ir.types import IntegerType, TensorType, shape_of
@@ -12,13 +13,22 @@ def dialect(name: str) -> Dialect:
     return default_context().dialect(name)
 
 
-def define_op(class_name: str, op_name: str, syntax, traits=(), verify=None, doc: str = ""):
-    """Create and register an op class from a declaration (for ops with no code of their own)."""
-    namespace = {"name": op_name, "syntax": syntax, "traits": frozenset(traits),
+def define_op(class_name: str, op_name: str, syntax, traits=(), verify=None, doc: str = "",
+              base: type[Operation] = Operation, **accessors):
+    """Create and register an op class from a declaration (for ops with no code of their own).
+
+    `traits` are trait classes (compiler.ir.traits); keyword arguments are named accessors
+    (`ptr=operand(0)`, `axis=attr("axis")`, compiler.ir.accessors); `base` is the class to
+    derive from (a family's shared base, such as arith's binary ops)."""
+    namespace = {"name": op_name, "syntax": syntax, "traits": tuple(traits),
                  "__doc__": doc or f"`{op_name}`."}
     if verify is not None:
         namespace["verify_op"] = verify
-    return register_op(type(class_name, (Operation,), namespace))
+    for key, accessor in accessors.items():
+        if not is_accessor(accessor):
+            raise TypeError(f"define_op({op_name!r}): {key}= must be an accessor, got {accessor!r}")
+        namespace[key] = accessor
+    return register_op(type(class_name, (base,), namespace))
 
 
 def expect_operands(op: Operation, count: int) -> None:

@@ -1,15 +1,20 @@
 """The `scf` dialect: structured control flow (for, if, while) with `scf.yield` terminators."""
 from __future__ import annotations
 
+from compiler.ir.accessors import block, operand, variadic_operands
 from compiler.ir.core import Operation, register_op
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Syntax, Terminator
 from compiler.ir.types import IntegerType
+from compiler.ir.traits import LayoutBarrier, LoopLike, MayNotTerminate, SameOperandsAndResultLayout
+from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
 from .common import ANY, define_op, set_counts
 
-YieldOp = define_op("YieldOp", "scf.yield", Terminator(), ("terminator",))
+YieldOp = define_op("YieldOp", "scf.yield", Terminator(),
+                    (TerminatorTrait, SameOperandsAndResultLayout, LayoutBarrier),
+                    values=variadic_operands(0))
 
 
 def _result_types_text(p, op) -> str:
@@ -69,19 +74,17 @@ class ForOp(Operation):
 
     name = "scf.for"
     syntax = _ForSyntax()
-    traits = frozenset({"loop"})
-
-    @property
-    def body(self):
-        return self.regions[0].blocks[0]
+    traits = (LoopLike, LayoutBarrier)
+    lower_bound = operand(0)
+    upper_bound = operand(1)
+    step = operand(2)
+    body = block(0)
 
     @property
     def induction_var(self):
         return self.body.args[0]
 
-    @property
-    def init_args(self):
-        return self.operands[3:]
+    init_args = variadic_operands(3)
 
     @property
     def iter_args(self):
@@ -148,6 +151,10 @@ class IfOp(Operation):
 
     name = "scf.if"
     syntax = _IfSyntax()
+    traits = (LayoutBarrier,)
+    condition = operand(0)
+    then_block = block(0)
+    else_block = block(1)
 
     def verify_op(self):
         if self.operands[0].type != IntegerType(1):
@@ -169,6 +176,10 @@ class WhileOp(Operation):
 
     name = "scf.while"
     syntax = None
+    traits = (LoopLike, MayNotTerminate, LayoutBarrier)
+    inits = variadic_operands(0)
+    before = block(0)
+    after = block(1)
 
     def verify_op(self):
         if len(self.regions) != 2 or any(len(r.blocks) != 1 for r in self.regions):
@@ -192,7 +203,9 @@ class WhileOp(Operation):
         _verify_yield(self, after, inits)
 
 
-ConditionOp = define_op("ConditionOp", "scf.condition", Terminator(), ("terminator",))
+ConditionOp = define_op("ConditionOp", "scf.condition", Terminator(),
+                        (TerminatorTrait, LayoutBarrier),
+                        condition=operand(0), forwarded=variadic_operands(1))
 
 set_counts([YieldOp], operands=ANY, results=0)
 set_counts([ConditionOp], operands=(1, None), results=0)

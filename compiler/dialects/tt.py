@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.ir.accessors import attr, block, operand, optional_operand, variadic_operands
 from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
                                    TypeAttr, symbol_text)
 from compiler.ir.core import Block, Operation, register_op
@@ -12,6 +13,11 @@ from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTyp
                                 Syntax, Terminator)
 from compiler.ir.types import (FunctionType, IntegerType, TensorType, Type, like,
                                shape_of)
+from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineRegion, LayoutAnchor,
+                                LayoutBarrier, LayoutExchange, LayoutLeaf, MemoryRead,
+                                MemoryWrite, Pure, ReturnLike, SameOperandsAndResultLayout,
+                                SharedMemoryScratch)
+from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
 from .common import (ANY, define_op, dialect, expect_operands, set_attribute_kinds, set_counts,
@@ -112,7 +118,7 @@ class FuncOp(Operation):
 
     name = "tt.func"
     syntax = _FuncSyntax()
-    traits = frozenset({"isolated_from_above", "symbol"})
+    traits = (FunctionLike,)
 
     @property
     def sym_name(self) -> str:
@@ -151,7 +157,8 @@ def _verify_return(op):
                                     f"declares ({', '.join(map(str, expected))})")
 
 
-ReturnOp = define_op("ReturnOp", "tt.return", Terminator(), ("terminator",), _verify_return)
+ReturnOp = define_op("ReturnOp", "tt.return", Terminator(), (ReturnLike, LayoutBarrier),
+                     _verify_return)
 
 
 class _CallSyntax(Syntax):
@@ -180,7 +187,8 @@ class _CallSyntax(Syntax):
         return OpParts(operands, list(fn.results), attrs)
 
 
-CallOp = define_op("CallOp", "tt.call", _CallSyntax(), ("call",))
+CallOp = define_op("CallOp", "tt.call", _CallSyntax(), (CallLike, LayoutBarrier),
+                   callee=attr("callee"), args=variadic_operands(0))
 
 
 # ---- program ids and ranges -------------------------------------------------------------------
@@ -193,9 +201,11 @@ def _verify_axis_scalar(op):
 
 
 GetProgramIdOp = define_op("GetProgramIdOp", "tt.get_program_id",
-                           EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+                           EnumThenType("axis", ("x", "y", "z")), (Pure,), _verify_axis_scalar,
+                           axis=attr("axis"))
 GetNumProgramsOp = define_op("GetNumProgramsOp", "tt.get_num_programs",
-                             EnumThenType("axis", ("x", "y", "z")), ("pure",), _verify_axis_scalar)
+                             EnumThenType("axis", ("x", "y", "z")), (Pure,), _verify_axis_scalar,
+                             axis=attr("axis"))
 
 
 def _verify_make_range(op):
@@ -215,8 +225,9 @@ def _verify_make_range(op):
         raise VerificationError(op, f"range start {start} must not be negative")
 
 
-MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(), ("pure",),
-                        _verify_make_range)
+MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(),
+                        (Pure, SameOperandsAndResultLayout, LayoutLeaf), _verify_make_range,
+                        start=attr("start"), end=attr("end"))
 
 
 # ---- shape manipulation -----------------------------------------------------------------------
@@ -268,12 +279,18 @@ def _verify_trans(op):
         raise VerificationError(op, f"trans with order {list(order)} of {src} gives the wrong shape")
 
 
-SplatOp = define_op("SplatOp", "tt.splat", Convert("->"), ("pure",), _verify_splat)
-BroadcastOp = define_op("BroadcastOp", "tt.broadcast", Convert("->"), ("pure",), _verify_broadcast)
-ExpandDimsOp = define_op("ExpandDimsOp", "tt.expand_dims", Convert("->"), ("pure",),
-                         _verify_expand_dims)
-ReshapeOp = define_op("ReshapeOp", "tt.reshape", Convert("->"), ("pure",), _verify_reshape)
-TransOp = define_op("TransOp", "tt.trans", Convert("->"), ("pure",), _verify_trans)
+SplatOp = define_op("SplatOp", "tt.splat", Convert("->"),
+                    (Pure, SameOperandsAndResultLayout, LayoutLeaf), _verify_splat, src=operand(0))
+BroadcastOp = define_op("BroadcastOp", "tt.broadcast", Convert("->"),
+                        (Pure, SameOperandsAndResultLayout), _verify_broadcast, src=operand(0))
+ExpandDimsOp = define_op("ExpandDimsOp", "tt.expand_dims", Convert("->"), (Pure,),
+                         _verify_expand_dims, src=operand(0), axis=attr("axis"))
+ReshapeOp = define_op("ReshapeOp", "tt.reshape", Convert("->"),
+                      (Pure, LayoutAnchor, LayoutExchange, SharedMemoryScratch), _verify_reshape,
+                      src=operand(0))
+TransOp = define_op("TransOp", "tt.trans", Convert("->"),
+                    (Pure, LayoutAnchor, LayoutExchange, SharedMemoryScratch), _verify_trans,
+                    src=operand(0), order=attr("order", field="values"))
 
 
 def _verify_bitcast(op):
@@ -281,18 +298,18 @@ def _verify_bitcast(op):
         raise VerificationError(op, "bitcast keeps the shape")
 
 
-BitcastOp = define_op("BitcastOp", "tt.bitcast", Convert("->"), ("pure", "elementwise"),
-                      _verify_bitcast)
-IntToPtrOp = define_op("IntToPtrOp", "tt.int_to_ptr", Convert("->"), ("pure", "elementwise"),
-                       _verify_bitcast)
-PtrToIntOp = define_op("PtrToIntOp", "tt.ptr_to_int", Convert("->"), ("pure", "elementwise"),
-                       _verify_bitcast)
-PreciseSqrtOp = define_op("PreciseSqrtOp", "tt.precise_sqrt", SameType(), ("pure", "elementwise"),
-                          verify_same_type)
+BitcastOp = define_op("BitcastOp", "tt.bitcast", Convert("->"), (Pure, Elementwise),
+                      _verify_bitcast, src=operand(0))
+IntToPtrOp = define_op("IntToPtrOp", "tt.int_to_ptr", Convert("->"), (Pure, Elementwise),
+                       _verify_bitcast, src=operand(0))
+PtrToIntOp = define_op("PtrToIntOp", "tt.ptr_to_int", Convert("->"), (Pure, Elementwise),
+                       _verify_bitcast, src=operand(0))
+PreciseSqrtOp = define_op("PreciseSqrtOp", "tt.precise_sqrt", SameType(), (Pure, Elementwise),
+                          verify_same_type, src=operand(0))
 PreciseDivFOp = define_op("PreciseDivFOp", "tt.precise_divf", SameType(),
-                          ("pure", "elementwise"), verify_same_type)
-MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), ("pure", "elementwise"),
-                      verify_same_type)
+                          (Pure, Elementwise), verify_same_type, lhs=operand(0), rhs=operand(1))
+MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), (Pure, Elementwise),
+                      verify_same_type, lhs=operand(0), rhs=operand(1))
 
 
 # ---- pointers and memory ----------------------------------------------------------------------
@@ -308,7 +325,7 @@ def _verify_addptr(op):
 
 
 AddPtrOp = define_op("AddPtrOp", "tt.addptr", OperandTypes(lambda ts, a: ts[0]),
-                     ("pure", "elementwise"), _verify_addptr)
+                     (Pure, Elementwise), _verify_addptr, ptr=operand(0), offset=operand(1))
 
 
 def _load_result(types, attrs):
@@ -335,7 +352,9 @@ def _verify_load(op):
 
 
 LoadOp = define_op("LoadOp", "tt.load", OperandTypes(_load_result, num_types=1),
-                   ("memory_read",), _verify_load)
+                   (MemoryRead, SameOperandsAndResultLayout, LayoutAnchor, LayoutBarrier),
+                   _verify_load, ptr=operand(0), mask=optional_operand(1),
+                   other=optional_operand(2))
 
 
 def _verify_store(op):
@@ -351,7 +370,8 @@ def _verify_store(op):
 
 
 StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_types=1),
-                    ("memory_write",), _verify_store)
+                    (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier), _verify_store,
+                    ptr=operand(0), value=operand(1), mask=optional_operand(2))
 
 ATOMIC_RMW_KINDS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
 
@@ -367,8 +387,11 @@ def _verify_atomic_rmw(op):
         raise VerificationError(op, "value and result must match the pointee type")
 
 
-AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None, ("memory_read", "memory_write"),
-                        _verify_atomic_rmw)
+AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None,
+                        (MemoryRead, MemoryWrite, SameOperandsAndResultLayout, LayoutAnchor,
+                         LayoutBarrier, SharedMemoryScratch), _verify_atomic_rmw,
+                        ptr=operand(0), val=operand(1), mask=optional_operand(2),
+                        kind=attr("atomic_rmw_op"))
 
 
 def _verify_atomic_cas(op):
@@ -381,8 +404,10 @@ def _verify_atomic_cas(op):
         raise VerificationError(op, "compare and value must match the pointee type")
 
 
-AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None, ("memory_read", "memory_write"),
-                        _verify_atomic_cas)
+AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None,
+                        (MemoryRead, MemoryWrite, SameOperandsAndResultLayout, LayoutAnchor,
+                         LayoutBarrier, SharedMemoryScratch), _verify_atomic_cas,
+                        ptr=operand(0), cmp=operand(1), val=operand(2))
 
 
 # ---- reductions, scans, dot -------------------------------------------------------------------
@@ -410,8 +435,10 @@ def _verify_reduce(op):
         raise VerificationError(op, f"combine region must end in {op.name}.return of {n} values")
 
 
-ReduceOp = define_op("ReduceOp", "tt.reduce", None, ("pure",), _verify_reduce)
-ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), ("terminator",))
+ReduceOp = define_op("ReduceOp", "tt.reduce", None, (Pure, HasCombineRegion, SharedMemoryScratch),
+                     _verify_reduce, axis=attr("axis"), srcs=variadic_operands(0),
+                     combine=block(0))
+ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), (TerminatorTrait,))
 
 
 def _verify_combiner_types(op, block):
@@ -443,8 +470,11 @@ def _verify_scan(op):
             raise VerificationError(op, f"axis {axis} out of range for {v.type}")
 
 
-ScanOp = define_op("ScanOp", "tt.scan", None, ("pure",), _verify_scan)
-ScanReturnOp = define_op("ScanReturnOp", "tt.scan.return", Terminator(), ("terminator",))
+ScanOp = define_op("ScanOp", "tt.scan", None,
+                   (Pure, HasCombineRegion, SameOperandsAndResultLayout, SharedMemoryScratch),
+                   _verify_scan, axis=attr("axis"), reverse=attr("reverse", default=False),
+                   srcs=variadic_operands(0), combine=block(0))
+ScanReturnOp = define_op("ScanReturnOp", "tt.scan.return", Terminator(), (TerminatorTrait,))
 
 
 class _DotSyntax(Syntax):
@@ -487,11 +517,16 @@ def _verify_dot(op):
                                     f"of the result type, got {c}")
 
 
-DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), ("pure",), _verify_dot)
+DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), (Pure, LayoutAnchor, LayoutBarrier), _verify_dot,
+                  a=operand(0), b=operand(1), c=operand(2),
+                  input_precision=attr("inputPrecision", default=None))
 
 # ---- debugging ---------------------------------------------------------------------------------
-PrintOp = define_op("PrintOp", "tt.print", None, ("memory_write",))
-AssertOp = define_op("AssertOp", "tt.assert", None, ("memory_write",))
+PrintOp = define_op("PrintOp", "tt.print", None,
+                    (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier))
+AssertOp = define_op("AssertOp", "tt.assert", None,
+                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
+                     condition=operand(0))
 
 
 # ---- operand, result and attribute declarations (checked before the verifiers above) --------

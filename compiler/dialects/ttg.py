@@ -13,8 +13,11 @@ from dataclasses import dataclass
 
 from typing import Any
 
+from compiler.ir.accessors import attr, operand, optional_operand
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
+from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
+                                SharedMemoryScratch)
 from compiler.ir.types import FunctionType, TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
@@ -287,8 +290,8 @@ def _verify_convert_layout(op):
         raise VerificationError(op, f"keeps shape and element type: {src} -> {dst}")
 
 
-ConvertLayoutOp = define_op("ConvertLayoutOp", "ttg.convert_layout", Convert("->"), ("pure",),
-                            _verify_convert_layout,
+ConvertLayoutOp = define_op("ConvertLayoutOp", "ttg.convert_layout", Convert("->"),
+                            (Pure, SharedMemoryScratch), _verify_convert_layout, src=operand(0),
                             doc="`ttg.convert_layout`: the same tensor in another layout.")
 
 
@@ -329,9 +332,10 @@ def _verify_local_alloc(op):
 
 
 LocalAllocOp = define_op("LocalAllocOp", "ttg.local_alloc", _LocalAllocSyntax(),
-                         ("memory_write",), _verify_local_alloc,
+                         (MemoryWrite, LayoutBarrier), _verify_local_alloc, src=optional_operand(0),
                          doc="`ttg.local_alloc`: a shared-memory buffer, optionally initialized.")
-LocalLoadOp = define_op("LocalLoadOp", "ttg.local_load", Convert("->"), ("memory_read",),
+LocalLoadOp = define_op("LocalLoadOp", "ttg.local_load", Convert("->"), (MemoryRead,),
+                        src=operand(0),
                         doc="`ttg.local_load`: read a shared-memory buffer into registers.")
 
 
@@ -351,13 +355,14 @@ class _LocalStoreSyntax(Syntax):
 
 
 LocalStoreOp = define_op("LocalStoreOp", "ttg.local_store", _LocalStoreSyntax(),
-                         ("memory_write",),
+                         (MemoryWrite,), value=operand(0), dst=operand(1),
                          doc="`ttg.local_store`: write registers into a shared-memory buffer.")
 
 
 LocalDeallocOp = define_op("LocalDeallocOp", "ttg.local_dealloc",
                            OperandTypes(lambda types, attrs: None),   # `op %buf : T`
-                           ("memory_write",), doc="`ttg.local_dealloc`: end of a buffer's life.")
+                           (MemoryWrite,), buffer=operand(0),
+                           doc="`ttg.local_dealloc`: end of a buffer's life.")
 
 
 class _BarrierSyntax(Syntax):
@@ -368,7 +373,7 @@ class _BarrierSyntax(Syntax):
         return OpParts([], [], ps.attr_dict())
 
 
-BarrierOp = define_op("BarrierOp", "gpu.barrier", _BarrierSyntax(), ("memory_write",),
+BarrierOp = define_op("BarrierOp", "gpu.barrier", _BarrierSyntax(), (MemoryWrite,),
                       doc="`gpu.barrier`: all threads of the CTA wait here (bar.sync 0).")
 
 
@@ -399,7 +404,7 @@ def _verify_memdesc_index(op):
 
 
 MemDescIndexOp = define_op("MemDescIndexOp", "ttg.memdesc_index", _MemDescIndexSyntax(),
-                           ("pure",), _verify_memdesc_index,
+                           (Pure,), _verify_memdesc_index, buffer=operand(0), index=operand(1),
                            doc="`ttg.memdesc_index`: slice `i` (along dim 0) of a multi-buffered "
                                "shared allocation.")
 
@@ -441,14 +446,16 @@ def _verify_async_copy(op):
 
 AsyncCopyGlobalToLocalOp = define_op(
     "AsyncCopyGlobalToLocalOp", "ttg.async_copy_global_to_local", _AsyncCopySyntax(),
-    ("memory_read", "memory_write"), _verify_async_copy,
+    (MemoryRead, MemoryWrite), _verify_async_copy, ptr=operand(0), buffer=operand(1),
+    mask=optional_operand(2), other=optional_operand(3),
     doc="`ttg.async_copy_global_to_local`: start copying global memory into a shared buffer "
         "(cp.async); masked-off elements are zero-filled. Visible after `ttg.async_wait`.")
 AsyncCommitGroupOp = define_op(
-    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), ("memory_write",),
+    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), (MemoryWrite,),
     doc="`ttg.async_commit_group`: close the group of asynchronous copies issued so far.")
 AsyncWaitOp = define_op(
-    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), ("memory_read", "memory_write"),
+    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), (MemoryRead, MemoryWrite),
+    num=attr("num"),
     doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
         "then make the copied data visible to the whole CTA.")
 

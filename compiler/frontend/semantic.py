@@ -159,7 +159,7 @@ class Semantic:
         if isinstance(v, tensor):
             return v
         if not isinstance(v, numbers.Number):
-            raise SemanticError(f"expected a tensor or a number, got {v!r}")
+            raise SemanticError(_not_a_value(v))
         return self.constant(v, dt or literal_dtype(v))
 
     # ---- shapes ----------------------------------------------------------------------------
@@ -292,6 +292,9 @@ class Semantic:
         """Materialize and promote two operands (a Python scalar adapts to the tensor, R0),
         broadcast them, and cast both to the computation dtype (or to `dt` when given)."""
         a_scalar, b_scalar = is_python_number(a), is_python_number(b)
+        for x, scalar in ((a, a_scalar), (b, b_scalar)):
+            if not scalar and not isinstance(x, tensor):
+                raise SemanticError(_not_a_value(_value(x)))
         a_dt = literal_dtype(_value(a)) if a_scalar else a.dtype
         b_dt = literal_dtype(_value(b)) if b_scalar else b.dtype
         ct = dt or computation_type(a_dt, a_scalar, b_dt, b_scalar, div_or_mod)
@@ -649,6 +652,15 @@ class Semantic:
 
 def _value(x):
     return x.value if isinstance(x, constexpr) else x
+
+
+def _not_a_value(v) -> str:
+    """Why `v` cannot be an operand; None says what None means for a kernel argument."""
+    if v is None:
+        return ("None cannot be used as a value: an argument passed as None is a constexpr None "
+                "(as in Triton), not a null pointer; pass an array, or guard the use with "
+                "`if arg is not None:`")
+    return f"expected a tensor or a number, got {v!r}"
 
 
 def _is_ptr(x) -> bool:

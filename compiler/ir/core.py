@@ -12,6 +12,7 @@ from typing import Callable, ClassVar, Iterator
 from .attributes import Attribute
 from .context import default_context
 from .location import UNKNOWN, Location
+from .traits import FunctionLike, Trait, trait_closure
 from .types import Type
 
 
@@ -111,21 +112,26 @@ class Operation:
     Subclasses set:
       name: the op's full name, e.g. "arith.addi".
       syntax: an object from `compiler.ir.syntax` that prints and parses the op's custom form.
-      traits: a frozenset of strings such as "pure", "terminator", "commutative",
-              "same_operands_and_result_type", "elementwise".
-    and may override `verify_op` to check their own invariants. `operand_count`,
-    `result_count` and `region_count` (an int, or a (min, max) pair with max None for no bound)
-    and `attribute_kinds` ({name: Attribute class or tuple of them}: attributes the op must
-    carry) are checked by the verifier before `verify_op` runs.
+      traits: a tuple of trait classes from `compiler.ir.traits` (Pure, Terminator, ...).
+    and may override `verify_op` to check their own invariants and `canonicalization_patterns`
+    to offer rewrites to the canonicalize pass. `operand_count`, `result_count` and
+    `region_count` (an int, or a (min, max) pair with max None for no bound) and
+    `attribute_kinds` ({name: Attribute class or tuple of them}: attributes the op must carry)
+    are checked by the verifier before `verify_op` runs.
     """
 
     name: ClassVar[str] = "builtin.unregistered"
     syntax: ClassVar[object] = None
-    traits: ClassVar[frozenset] = frozenset()
+    traits: ClassVar[tuple] = ()
+    _trait_set: ClassVar[frozenset] = frozenset()
     operand_count: ClassVar[object] = None
     result_count: ClassVar[object] = None
     region_count: ClassVar[object] = None
     attribute_kinds: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._trait_set = trait_closure(cls.traits)
 
     def __init__(
         self,
@@ -195,8 +201,25 @@ class Operation:
             return None
         return self.parent.parent.parent_op
 
-    def has_trait(self, trait: str) -> bool:
-        return trait in self.traits
+    def has_trait(self, trait: type[Trait]) -> bool:
+        """Whether this op's class declares `trait` (or a trait that refines it)."""
+        if trait in self._trait_set:
+            return True
+        _check_trait(trait)
+        return False
+
+    @classmethod
+    def class_has_trait(cls, trait: type[Trait]) -> bool:
+        """Whether ops of this class have `trait` (asked of the class, before any op exists)."""
+        if trait in cls._trait_set:
+            return True
+        _check_trait(trait)
+        return False
+
+    @classmethod
+    def canonicalization_patterns(cls) -> tuple:
+        """Rewrites `(op) -> bool` that canonicalize tries on ops of this class (none here)."""
+        return ()
 
     def is_ancestor_of(self, other: "Operation") -> bool:
         op = other
@@ -268,6 +291,12 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<{self.name} at {self.loc}>"
+
+
+def _check_trait(trait) -> None:
+    """Refuse a trait given as anything but a Trait class (a name string would always say no)."""
+    if not (isinstance(trait, type) and issubclass(trait, Trait)):
+        raise TypeError(f"has_trait takes a trait class from compiler.ir.traits, got {trait!r}")
 
 
 class Block:
@@ -362,8 +391,7 @@ class Module:
             yield from op.walk(order)
 
     def functions(self) -> list[Operation]:
-        """The module's functions: its symbol ops that have a `function_type` and a body."""
-        return [op for op in self.body.ops if op.regions and "function_type" in op.attributes]
+        return [op for op in self.body.ops if op.has_trait(FunctionLike)]
 
     def lookup(self, symbol: str) -> Operation | None:
         for op in self.body.ops:

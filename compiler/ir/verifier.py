@@ -8,9 +8,10 @@ and a caret); otherwise at the op's source location.
 """
 from __future__ import annotations
 
+from .attributes import BoolAttr, IntegerAttr
 from .context import Context, resolve
 from .core import Block, Module, Operation
-from .attributes import BoolAttr, IntegerAttr
+from .traits import IsolatedFromAbove, Terminator
 from .types import IntegerType, TensorType
 from .verifier_errors import VerificationError
 
@@ -52,7 +53,7 @@ def _verify_op_tree(ctx: Context, op: Operation, visible: set) -> None:
         what = f"missing attribute or field {err}" if isinstance(err, KeyError) else \
             f"{type(err).__name__}: {err}"
         raise VerificationError(op, f"malformed op ({what})") from None
-    isolated = op.has_trait("isolated_from_above")
+    isolated = op.has_trait(IsolatedFromAbove)
     for region in op.regions:
         for block in region.blocks:
             _verify_block(ctx, op, block, set() if isolated else set(visible))
@@ -111,11 +112,11 @@ def _verify_block(ctx: Context, owner: Operation, block: Block, visible: set) ->
         if op.parent is not block:
             raise VerificationError(op, "op's parent link is broken")
         is_last = i == len(block.ops) - 1
-        if op.has_trait("terminator") and not is_last:
+        if op.has_trait(Terminator) and not is_last:
             raise VerificationError(op, "terminator must be the last op of its block")
         _verify_op_tree(ctx, op, visible)
         for r in op.results:
             visible.add(id(r))
     term = block.terminator
-    if term is None or not term.has_trait("terminator"):
+    if term is None or not term.has_trait(Terminator):
         raise VerificationError(owner, "a region's block must end in a terminator")

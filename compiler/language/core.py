@@ -160,12 +160,23 @@ class pointer_type(dtype):
         return f"pointer_type({self.element_ty!r})"
 
 
+#: Triton's limit on the elements of one block (`triton.language.core.TRITON_MAX_TENSOR_NUMEL`).
+TRITON_MAX_TENSOR_NUMEL = 2 ** 20
+
+
 class block_type:
-    """The type of a block (tensor) value: an element dtype and a static shape."""
+    """The type of a block (tensor) value: an element dtype and a static shape of at most
+    `TRITON_MAX_TENSOR_NUMEL` elements (larger blocks are refused where they are made, as
+    Triton does, instead of compiling for minutes)."""
 
     def __init__(self, element_ty: dtype, shape):
         self.element_ty = element_ty
         self.shape = tuple(int(d) for d in shape)
+        numel = math.prod(self.shape)
+        if numel > TRITON_MAX_TENSOR_NUMEL:
+            from compiler.frontend.errors import SemanticError
+            raise SemanticError(f"numel ({numel}) exceeds triton maximum tensor numel "
+                                f"({TRITON_MAX_TENSOR_NUMEL})")
 
     @property
     def scalar(self) -> dtype:

@@ -1,9 +1,11 @@
 """What a pass is: a small class with a registry name, typed options and a docstring.
 
 A pass subclasses `Pass`, sets `name` (the pipeline-string name), `stage` ("ttir", "ttgir" or
-"llir"), declares its options as `Option`s, and implements `run(module, ctx)`. It reports
-which rewrite patterns fired through `ctx.record_pattern(name)`; it never snapshots or times
-itself (the pass manager's instrumentation does that). `@register_pass` puts it in `PASSES`.
+"llir"), declares its options as `Option`s and the module properties it `requires`,
+`establishes` and `invalidates` (compiler.passes.requirements), and implements
+`run(module, ctx)`. It reports which rewrite patterns fired through
+`ctx.record_pattern(name)`; it never snapshots or times itself (the pass manager's
+instrumentation does that). `@register_pass` puts it in `PASSES`.
 """
 from __future__ import annotations
 
@@ -65,6 +67,10 @@ class Pass:
     name: ClassVar[str] = ""
     stage: ClassVar[str] = "ttir"
     options_spec: ClassVar[tuple] = ()
+    # Module properties (compiler.passes.requirements) the pass needs, makes true, may break.
+    requires: ClassVar[tuple] = ()
+    establishes: ClassVar[tuple] = ()
+    invalidates: ClassVar[tuple] = ()
 
     def __init__(self, **options):
         known = {o.name: o for o in self.options_spec}

@@ -2,17 +2,19 @@
 control flow, applied by the greedy pattern driver until nothing more fires."""
 from __future__ import annotations
 
-from compiler.dialects.arith import BINARY_OPS, CAST_OPS, COMMUTATIVE, ConstantOp
-from compiler.dialects.tt import SplatOp
-from compiler.ir.core import Operation
+from compiler.dialects.arith import BINARY_OPS, CAST_OPS, CmpFOp, CmpIOp, ConstantOp, SelectOp
+from compiler.dialects.scf import ForOp, IfOp
+from compiler.dialects.tt import BroadcastOp, ExpandDimsOp, ReshapeOp, SplatOp
+from compiler.ir.core import OP_REGISTRY, Operation
+from compiler.ir.traits import Commutative
 
 from .base import Pass, PassContext, register_pass
 from .constant_folding import fold_binary, fold_cast, fold_compare
 from .ir_utils import constant_attr, constant_value, insert_new, is_constant
 from .rewrite import RewritePattern, Rewriter, apply_patterns
 
-BINARY_NAMES = tuple(f"arith.{n}" for n in BINARY_OPS)
-CAST_NAMES = tuple(f"arith.{n}" for n in CAST_OPS)
+BINARY_CLASSES = tuple(BINARY_OPS.values())
+CAST_CLASSES = tuple(CAST_OPS.values())
 
 
 def replace_with_constant(op: Operation, number, rewriter: Rewriter) -> bool:
@@ -29,13 +31,13 @@ class FoldBinary(RewritePattern):
     """arith binary op of two constants -> constant."""
 
     name = "fold-constant-binary"
-    roots = BINARY_NAMES
+    roots = BINARY_CLASSES
 
     def rewrite(self, op, rewriter):
         a, b = (constant_value(v) for v in op.operands)
         if a is None or b is None:
             return False
-        folded = fold_binary(op.name.split(".")[1], a, b, op.result.type)
+        folded = fold_binary(_mnemonic(op), a, b, op.result.type)
         return folded is not None and replace_with_constant(op, folded, rewriter)
 
 
@@ -43,14 +45,13 @@ class FoldCompare(RewritePattern):
     """arith.cmpi / cmpf of two constants -> i1 constant."""
 
     name = "fold-constant-compare"
-    roots = ("arith.cmpi", "arith.cmpf")
+    roots = (CmpIOp, CmpFOp)
 
     def rewrite(self, op, rewriter):
         a, b = (constant_value(v) for v in op.operands)
         if a is None or b is None:
             return False
-        folded = fold_compare(op.name, op.attributes["predicate"].value, a, b,
-                              op.operands[0].type)
+        folded = fold_compare(type(op), op.predicate, a, b, op.lhs.type)
         return folded is not None and replace_with_constant(op, folded, rewriter)
 
 
@@ -58,22 +59,27 @@ class FoldCast(RewritePattern):
     """arith cast of a constant -> constant of the new type."""
 
     name = "fold-constant-cast"
-    roots = CAST_NAMES
+    roots = CAST_CLASSES
 
     def rewrite(self, op, rewriter):
         value = constant_value(op.operands[0])
         if value is None:
             return False
-        folded = fold_cast(op.name.split(".")[1], value, op.operands[0].type, op.result.type)
+        folded = fold_cast(_mnemonic(op), value, op.src.type, op.result.type)
         return folded is not None and replace_with_constant(op, folded, rewriter)
 
 
 # Identities: (op, constant on the right that makes `x op c == x`).
-RIGHT_IDENTITY = {"arith.addi": 0, "arith.subi": 0, "arith.muli": 1, "arith.divsi": 1,
-                  "arith.divui": 1, "arith.ori": 0, "arith.xori": 0, "arith.shli": 0,
-                  "arith.shrsi": 0, "arith.shrui": 0, "arith.mulf": 1.0, "arith.divf": 1.0}
+RIGHT_IDENTITY = {BINARY_OPS[mnemonic]: unit for mnemonic, unit in (
+    ("addi", 0), ("subi", 0), ("muli", 1), ("divsi", 1), ("divui", 1), ("ori", 0), ("xori", 0),
+    ("shli", 0), ("shrsi", 0), ("shrui", 0), ("mulf", 1.0), ("divf", 1.0))}
 # Absorbing constants: `x op c == c` (ints only: x * 0.0 is not 0.0 for NaN or -0.0).
-ABSORBING = {"arith.muli": 0, "arith.andi": 0}
+ABSORBING = {BINARY_OPS["muli"]: 0, BINARY_OPS["andi"]: 0}
+
+
+def _mnemonic(op: Operation) -> str:
+    """The op's name within its dialect (`addi` for `arith.addi`): the constant folder's key."""
+    return op.name.split(".", 1)[1]
 
 
 class AlgebraicIdentity(RewritePattern):
@@ -83,12 +89,12 @@ class AlgebraicIdentity(RewritePattern):
     roots = tuple(RIGHT_IDENTITY)
 
     def rewrite(self, op, rewriter):
-        unit = RIGHT_IDENTITY[op.name]
+        unit = RIGHT_IDENTITY[type(op)]
         x, c = op.operands
         if is_constant(c, unit):
             rewriter.replace(op, [x])
             return True
-        if op.name.split(".")[1] in COMMUTATIVE and is_constant(x, unit):
+        if op.has_trait(Commutative) and is_constant(x, unit):
             rewriter.replace(op, [c])
             return True
         return False
@@ -101,7 +107,7 @@ class AbsorbingConstant(RewritePattern):
     roots = tuple(ABSORBING)
 
     def rewrite(self, op, rewriter):
-        zero = ABSORBING[op.name]
+        zero = ABSORBING[type(op)]
         for v in op.operands:
             if is_constant(v, zero):
                 rewriter.replace(op, [v])
@@ -113,14 +119,15 @@ class SelfInverse(RewritePattern):
     """x-x and x^x -> 0; x&x, x|x, max(x,x), min(x,x) -> x (integers)."""
 
     name = "fold-same-operands"
-    roots = ("arith.subi", "arith.xori", "arith.andi", "arith.ori", "arith.maxsi",
-             "arith.minsi", "arith.maxui", "arith.minui")
+    to_zero = (BINARY_OPS["subi"], BINARY_OPS["xori"])
+    roots = to_zero + tuple(BINARY_OPS[n] for n in ("andi", "ori", "maxsi", "minsi", "maxui",
+                                                    "minui"))
 
     def rewrite(self, op, rewriter):
         a, b = op.operands
         if a is not b:
             return False
-        if op.name in ("arith.subi", "arith.xori"):
+        if isinstance(op, self.to_zero):
             return replace_with_constant(op, 0, rewriter)
         rewriter.replace(op, [a])
         return True
@@ -131,7 +138,7 @@ class ConstantToRight(RewritePattern):
     order (so later patterns and CSE see one form)."""
 
     name = "constant-to-right"
-    roots = tuple(f"arith.{n}" for n in COMMUTATIVE)
+    roots = tuple(cls for cls in BINARY_CLASSES if cls.class_has_trait(Commutative))
 
     def rewrite(self, op, rewriter):
         a, b = op.operands
@@ -146,10 +153,10 @@ class SplatConstant(RewritePattern):
     """tt.splat of a scalar constant -> dense tensor constant."""
 
     name = "splat-of-constant"
-    roots = ("tt.splat",)
+    roots = (SplatOp,)
 
     def rewrite(self, op, rewriter):
-        value = constant_value(op.operands[0])
+        value = constant_value(op.src)
         return value is not None and replace_with_constant(op, value, rewriter)
 
 
@@ -158,7 +165,7 @@ class ReshapeConstant(RewritePattern):
     shape (every element is still the same number)."""
 
     name = "reshape-of-constant"
-    roots = ("tt.broadcast", "tt.expand_dims", "tt.reshape")
+    roots = (BroadcastOp, ExpandDimsOp, ReshapeOp)
 
     def rewrite(self, op, rewriter):
         value = constant_value(op.operands[0])
@@ -169,11 +176,11 @@ class FoldBroadcastOfSplat(RewritePattern):
     """broadcast(splat x) and expand_dims(splat x) -> splat x at the final shape."""
 
     name = "splat-through-broadcast"
-    roots = ("tt.broadcast", "tt.expand_dims", "tt.reshape")
+    roots = (BroadcastOp, ExpandDimsOp, ReshapeOp)
 
     def rewrite(self, op, rewriter):
-        src = op.operands[0].owner_op
-        if src is None or src.name != "tt.splat":
+        src = op.src.owner_op
+        if not isinstance(src, SplatOp):
             return False
         new = insert_new(SplatOp, [src.operands[0]], [op.result.type], {}, op)
         rewriter.notify_new(new)
@@ -185,7 +192,7 @@ class IdentityBroadcast(RewritePattern):
     """broadcast / reshape to the operand's own type -> the operand."""
 
     name = "identity-broadcast"
-    roots = ("tt.broadcast", "tt.reshape")
+    roots = (BroadcastOp, ReshapeOp)
 
     def rewrite(self, op, rewriter):
         if op.operands[0].type != op.result.type:
@@ -198,11 +205,11 @@ class BroadcastOfBroadcast(RewritePattern):
     """broadcast(broadcast x) -> broadcast x."""
 
     name = "broadcast-of-broadcast"
-    roots = ("tt.broadcast",)
+    roots = (BroadcastOp,)
 
     def rewrite(self, op, rewriter):
-        src = op.operands[0].owner_op
-        if src is None or src.name != "tt.broadcast":
+        src = op.src.owner_op
+        if not isinstance(src, BroadcastOp):
             return False
         op.set_operand(0, src.operands[0])
         rewriter.notify_changed(op)
@@ -214,13 +221,13 @@ class SelectConstantCondition(RewritePattern):
     """arith.select with a constant (scalar or splat) condition -> the chosen operand."""
 
     name = "select-constant-condition"
-    roots = ("arith.select",)
+    roots = (SelectOp,)
 
     def rewrite(self, op, rewriter):
-        cond = constant_value(op.operands[0])
+        cond = constant_value(op.condition)
         if cond is None:
             return False
-        rewriter.replace(op, [op.operands[1] if cond else op.operands[2]])
+        rewriter.replace(op, [op.true_value if cond else op.false_value])
         return True
 
 
@@ -241,14 +248,13 @@ class DeadIfArm(RewritePattern):
     """scf.if with a constant condition -> the taken arm's ops, inlined."""
 
     name = "if-constant-condition"
-    roots = ("scf.if",)
+    roots = (IfOp,)
 
     def rewrite(self, op, rewriter):
-        cond = constant_value(op.operands[0])
+        cond = constant_value(op.condition)
         if cond is None:
             return False
-        region = op.regions[0] if cond else op.regions[1]
-        results = inline_block_before(region.blocks[0], op, rewriter)
+        results = inline_block_before(op.then_block if cond else op.else_block, op, rewriter)
         rewriter.replace(op, results)
         return True
 
@@ -257,13 +263,13 @@ class ZeroTripLoop(RewritePattern):
     """scf.for whose constant bounds give no iteration -> its initial values."""
 
     name = "for-zero-trips"
-    roots = ("scf.for",)
+    roots = (ForOp,)
 
     def rewrite(self, op, rewriter):
-        lb, ub = (constant_value(v) for v in op.operands[:2])
+        lb, ub = constant_value(op.lower_bound), constant_value(op.upper_bound)
         if lb is None or ub is None or lb < ub:
             return False
-        rewriter.replace(op, list(op.operands[3:]))
+        rewriter.replace(op, list(op.init_args))
         return True
 
 
@@ -284,4 +290,10 @@ class Canonicalize(Pass):
     stage = "ttir"
 
     def run(self, module, ctx: PassContext):
-        apply_patterns(module, PATTERNS, ctx)
+        apply_patterns(module, PATTERNS + op_patterns(), ctx)
+
+
+def op_patterns() -> list[RewritePattern]:
+    """The patterns op classes offer through `canonicalization_patterns()`, after the
+    generic ones above (each class's own, rooted at that class by the class itself)."""
+    return [pattern for cls in OP_REGISTRY.values() for pattern in cls.canonicalization_patterns()]

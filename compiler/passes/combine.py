@@ -1,7 +1,7 @@
 """combine: Triton's TritonCombineOps peepholes (addptr chains, selects, dot + add)."""
 from __future__ import annotations
 
-from compiler.dialects.arith import BINARY_OPS
+from compiler.dialects.arith import BINARY_OPS, SelectOp
 from compiler.dialects.tt import AddPtrOp, DotOp
 from compiler.ir.core import Module
 
@@ -15,14 +15,14 @@ class AddPtrChain(RewritePattern):
     arithmetic happens once on integers."""
 
     name = "combine-addptr-chain"
-    roots = ("tt.addptr",)
+    roots = (AddPtrOp,)
 
     def rewrite(self, op, rewriter):
-        inner = op.operands[0].owner_op
-        if inner is None or inner.name != "tt.addptr":
+        inner = op.ptr.owner_op
+        if not isinstance(inner, AddPtrOp):
             return False
-        ptr, a = inner.operands
-        b = op.operands[1]
+        ptr, a = inner.ptr, inner.offset
+        b = op.offset
         if a.type != b.type:
             return False
         total = insert_new(BINARY_OPS["addi"], [a, b], [a.type], {}, op)
@@ -37,12 +37,12 @@ class SelectSameOperands(RewritePattern):
     """select(c, x, x) -> x."""
 
     name = "combine-select-same"
-    roots = ("arith.select",)
+    roots = (SelectOp,)
 
     def rewrite(self, op, rewriter):
-        if op.operands[1] is not op.operands[2]:
+        if op.true_value is not op.false_value:
             return False
-        rewriter.replace(op, [op.operands[1]])
+        rewriter.replace(op, [op.true_value])
         return True
 
 
@@ -51,15 +51,15 @@ class DotAddToAccumulator(RewritePattern):
     has no other user and its accumulator is a zero constant)."""
 
     name = "combine-dot-add"
-    roots = ("arith.addf", "arith.addi")
+    roots = (BINARY_OPS["addf"], BINARY_OPS["addi"])
 
     def rewrite(self, op, rewriter):
         for i in (0, 1):
             dot = op.operands[i].owner_op
             other = op.operands[1 - i]
-            if (dot is not None and dot.name == "tt.dot" and len(dot.result.uses) == 1
-                    and is_constant(dot.operands[2], 0) and other.type == dot.result.type):
-                new = insert_new(DotOp, [dot.operands[0], dot.operands[1], other],
+            if (isinstance(dot, DotOp) and len(dot.result.uses) == 1
+                    and is_constant(dot.c, 0) and other.type == dot.result.type):
+                new = insert_new(DotOp, [dot.a, dot.b, other],
                                  [op.result.type], dot.attributes, op, loc=dot.loc)
                 rewriter.notify_new(new)
                 rewriter.replace(op, [new.result])

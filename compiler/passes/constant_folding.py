@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from compiler.ir.core import OP_REGISTRY
 from compiler.ir.types import FloatType, IntegerType, Type
 
 NUMPY_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
@@ -95,13 +96,16 @@ FLOAT_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": 
                  "gt": operator.gt, "ge": operator.ge}
 
 
-def fold_compare(op_name: str, predicate: str, a, b, type_: Type) -> int | None:
-    """`arith.cmpi`/`cmpf` with `predicate` on constants: 1 or 0."""
+def fold_compare(op: type | str, predicate: str, a, b, type_: Type) -> int | None:
+    """`arith.cmpi`/`cmpf` (the op class, or its name as written in IR) with `predicate` on
+    constants: 1 or 0."""
+    from compiler.dialects.arith import CmpFOp, CmpIOp
+    op_class = OP_REGISTRY[op] if isinstance(op, str) else op
     scalar = type_.scalar
-    if op_name == "arith.cmpi" and isinstance(scalar, IntegerType):
+    if op_class is CmpIOp and isinstance(scalar, IntegerType):
         convert = to_unsigned if predicate.startswith("u") else two_complement
         return int(INT_COMPARE[predicate](convert(a, scalar.width), convert(b, scalar.width)))
-    if op_name == "arith.cmpf":
+    if op_class is CmpFOp:
         a, b = float(a), float(b)
         if predicate in ("false", "true"):
             return int(predicate == "true")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from compiler.ir.core import Block, Module, Operation
+from compiler.ir.traits import IsolatedFromAbove
 
 from .base import Pass, PassContext, register_pass
 from .ir_utils import is_pure
@@ -53,6 +54,6 @@ class CSE(Pass):
                     continue
                 scopes[-1][key] = op
             for region in op.regions:
-                nested = [{}] if op.has_trait("isolated_from_above") else scopes
+                nested = [{}] if op.has_trait(IsolatedFromAbove) else scopes
                 for inner in region.blocks:
                     self._block(inner, nested, ctx)

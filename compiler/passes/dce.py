@@ -3,6 +3,7 @@ private functions nobody calls."""
 from __future__ import annotations
 
 from compiler.dialects.scf import ForOp
+from compiler.dialects.tt import CallOp
 from compiler.ir.core import Module, Operation
 
 from .base import Option, Pass, PassContext, register_pass
@@ -77,7 +78,7 @@ def remove_dead_loop_values(module: Module, ctx: PassContext) -> bool:
     """Drop dead loop-carried values from every scf.for; returns whether any went."""
     changed = False
     for op in list(module.walk("post")):
-        if op.name != "scf.for" or op.parent is None:
+        if not isinstance(op, ForOp) or op.parent is None:
             continue
         slices = {i: dead_iter_arg_slice(op, i) for i in range(len(op.results))}
         dead = [i for i, ops in slices.items() if ops is not None]
@@ -93,7 +94,7 @@ def remove_dead_loop_values(module: Module, ctx: PassContext) -> bool:
 def remove_unused_private_functions(module: Module, ctx: PassContext) -> None:
     """SymbolDCE: drop private functions that no `tt.call` names."""
     while True:
-        called = {op.attributes["callee"].name for op in module.walk() if op.name == "tt.call"}
+        called = {op.attributes["callee"].name for op in module.walk() if isinstance(op, CallOp)}
         dead = [f for f in module.functions() if _is_private(f)
                 and f.attributes["sym_name"].value not in called]
         if not dead:

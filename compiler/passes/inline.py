@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 from compiler.ir.attributes import BoolAttr
+from compiler.dialects.tt import CallOp, FuncOp, ReturnOp
 from compiler.ir.core import Module, Operation
 from compiler.ir.location import CallSiteLoc
 
 from .base import Pass, PassContext, register_pass
+from .requirements import INLINED
 from .dce import remove_unused_private_functions
 
 
 def _callee(module: Module, call: Operation) -> Operation | None:
     func = module.lookup(call.attributes["callee"].name)
-    if func is None or func.name != "tt.func" or len(func.regions[0].blocks) != 1:
+    if not isinstance(func, FuncOp) or len(func.regions[0].blocks) != 1:
         return None
     noinline = func.attributes.get("noinline")
     if isinstance(noinline, BoolAttr) and noinline.value:
@@ -25,7 +27,7 @@ def _calls_itself(module: Module, func: Operation, seen: frozenset = frozenset()
     if name in seen:
         return True
     for op in func.walk():
-        if op.name == "tt.call":
+        if isinstance(op, CallOp):
             callee = module.lookup(op.attributes["callee"].name)
             if callee is not None and _calls_itself(module, callee, seen | {name}):
                 return True
@@ -39,7 +41,7 @@ def inline_call(call: Operation, func: Operation) -> None:
     mapping = dict(zip(body.args, call.operands))
     returned = []
     for op in body.ops:
-        if op.name == "tt.return":
+        if isinstance(op, ReturnOp):
             returned = [mapping.get(v, v) for v in op.operands]
             continue
         copy = op.clone(mapping)
@@ -58,10 +60,11 @@ class Inline(Pass):
 
     name = "inline"
     stage = "ttir"
+    establishes = (INLINED,)
 
     def run(self, module: Module, ctx: PassContext):
         while True:
-            calls = [(op, _callee(module, op)) for op in module.walk() if op.name == "tt.call"]
+            calls = [(op, _callee(module, op)) for op in module.walk() if isinstance(op, CallOp)]
             calls = [(c, f) for c, f in calls if f is not None and not _calls_itself(module, f)]
             if not calls:
                 break

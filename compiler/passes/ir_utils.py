@@ -4,15 +4,17 @@ from __future__ import annotations
 from compiler.ir.attributes import BoolAttr, DenseAttr, FloatAttr, IntegerAttr
 from compiler.ir.core import Block, BlockArgument, Operation, Value
 from compiler.ir.location import Location
+from compiler.ir.traits import (CallLike, ConstantLike, MayNotTerminate, MemoryRead, MemoryWrite,
+                                Symbol, Terminator)
 from compiler.ir.types import TensorType, Type
 
-EFFECT_TRAITS = ("memory_write", "call")
+EFFECT_TRAITS = (MemoryWrite, CallLike, MayNotTerminate)
 
 
 def constant_value(value: Value):
     """The Python number `value` always holds (a scalar or splat `arith.constant`), else None."""
     op = value.owner_op
-    if op is None or op.name != "arith.constant":
+    if op is None or not op.has_trait(ConstantLike):
         return None
     attr = op.attributes.get("value")
     if isinstance(attr, (IntegerAttr, FloatAttr, DenseAttr)):
@@ -63,24 +65,24 @@ def has_side_effects(op: Operation) -> bool:
     """Whether `op` (or an op nested in it) writes memory, calls, prints or may not terminate.
     Reads alone are not side effects: an unused load can go."""
     for nested in op.walk():
-        if nested.name == "builtin.unregistered" or type(nested) is Operation:
+        if type(nested) is Operation:       # unregistered: nothing is known about it
             return True
-        if any(nested.has_trait(t) for t in EFFECT_TRAITS) or nested.name == "scf.while":
+        if any(nested.has_trait(t) for t in EFFECT_TRAITS):
             return True
-        if nested.has_trait("memory_read") and is_volatile(nested):
+        if nested.has_trait(MemoryRead) and is_volatile(nested):
             return True
     return False
 
 
 def reads_memory(op: Operation) -> bool:
     """Whether `op` or an op nested in it reads memory."""
-    return any(nested.has_trait("memory_read") for nested in op.walk())
+    return any(nested.has_trait(MemoryRead) for nested in op.walk())
 
 
 def is_removable_if_unused(op: Operation) -> bool:
     """An op whose results are all unused may be erased when it has no side effects and is
     not a terminator or symbol (function)."""
-    if op.has_trait("terminator") or op.has_trait("symbol") or op.name == "tt.func":
+    if op.has_trait(Terminator) or op.has_trait(Symbol):
         return False
     return not has_side_effects(op)
 

@@ -1,30 +1,33 @@
 """licm: loop-invariant code motion out of scf.for loops."""
 from __future__ import annotations
 
+from compiler.dialects.scf import ForOp
+from compiler.dialects.tt import LoadOp
 from compiler.ir.core import Module, Operation
+from compiler.ir.traits import CallLike, MemoryWrite, Terminator
 
 from .base import Option, Pass, PassContext, register_pass
 from .ir_utils import constant_value, defined_outside, has_side_effects, is_pure
 
 
 def _writes_memory(loop: Operation) -> bool:
-    return any(op.has_trait("memory_write") or op.has_trait("call")
+    return any(op.has_trait(MemoryWrite) or op.has_trait(CallLike)
                for op in loop.walk() if op is not loop)
 
 
 def _runs_at_least_once(loop: Operation) -> bool:
-    lb, ub = (constant_value(v) for v in loop.operands[:2])
+    lb, ub = constant_value(loop.lower_bound), constant_value(loop.upper_bound)
     return lb is not None and ub is not None and lb < ub
 
 
 def _hoistable(op: Operation, loop: Operation, may_hoist_loads: bool) -> bool:
-    if op.has_trait("terminator") or op.regions:
+    if op.has_trait(Terminator) or op.regions:
         return False
     if not all(defined_outside(v, loop) for v in op.operands):
         return False
     if is_pure(op):
         return True
-    return (may_hoist_loads and op.name == "tt.load" and not has_side_effects(op))
+    return (may_hoist_loads and isinstance(op, LoadOp) and not has_side_effects(op))
 
 
 @register_pass
@@ -41,7 +44,7 @@ class LICM(Pass):
 
     def run(self, module: Module, ctx: PassContext):
         for loop in list(module.walk("post")):
-            if loop.name != "scf.for" or loop.parent is None:
+            if not isinstance(loop, ForOp) or loop.parent is None:
                 continue
             may_hoist_loads = (self.options["hoist-loads"] and not _writes_memory(loop)
                                and _runs_at_least_once(loop))

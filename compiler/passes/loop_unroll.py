@@ -124,7 +124,7 @@ class LoopUnroll(Pass):
 
     def run(self, module: Module, ctx: PassContext):
         for loop in list(module.walk("post")):
-            if loop.name != "scf.for" or loop.parent is None:
+            if not isinstance(loop, ForOp) or loop.parent is None:
                 continue
             attr = loop.attributes.get(UNROLL_ATTR)
             factor = attr.value if isinstance(attr, IntegerAttr) else 0

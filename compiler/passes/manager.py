@@ -212,10 +212,13 @@ class PassManager:
 
     def run(self, module: Module, ctx_options: dict | None = None) -> Module:
         """Run every pass in order; returns the (possibly new) module. A pass that raises ends
-        the run with `PassFailure` naming it."""
+        the run with `PassFailure` naming it; a pass whose declared requirements the module
+        lacks does not run: `PassOrderError` says what is missing and which pass provides it."""
+        from .requirements import check_before_pass
         for inst in self.instrumentations:
             inst.before_pipeline(self.stage, module)
         for position, pass_ in enumerate(self.passes):
+            check_before_pass(pass_, module, self.stage, position)
             run = PassRun(self.stage, pass_, position, PassContext(dict(ctx_options or {})))
             for inst in self.instrumentations:
                 inst.before_pass(run, module)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from compiler.dialects.tt import BroadcastOp, SplatOp
 from compiler.ir.core import Module, Operation, Value
+from compiler.ir.traits import Elementwise, Pure
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
@@ -11,15 +12,15 @@ from .rewrite import RewritePattern, apply_patterns
 
 
 def _movable(op: Operation) -> bool:
-    return (op.has_trait("elementwise") and op.has_trait("pure") and len(op.results) == 1
+    return (op.has_trait(Elementwise) and op.has_trait(Pure) and len(op.results) == 1
             and not op.regions and isinstance(op.result.type, TensorType) and op.operands)
 
 
 def _splat_source(v: Value):
     """The scalar a splat-like value repeats: ("splat", scalar) or ("const", number)."""
     src = v.owner_op
-    if src is not None and src.name == "tt.splat":
-        return ("splat", src.operands[0])
+    if isinstance(src, SplatOp):
+        return ("splat", src.src)
     number = constant_value(v)
     if number is not None and isinstance(v.type, TensorType):
         return ("const", number)
@@ -63,19 +64,19 @@ class ElementwiseBeforeBroadcast(RewritePattern):
         if not _movable(op):
             return False
         broadcasts = [v.owner_op for v in op.operands
-                      if v.owner_op is not None and v.owner_op.name == "tt.broadcast"]
+                      if isinstance(v.owner_op, BroadcastOp)]
         if not broadcasts:
             return False
         small = broadcasts[0].operands[0].type.shape
         if any(b.operands[0].type.shape != small for b in broadcasts):
             return False
         if any(_splat_source(v) is None for v in op.operands
-               if v.owner_op is None or v.owner_op.name != "tt.broadcast"):
+               if not isinstance(v.owner_op, BroadcastOp)):
             return False
         operands = []
         for v in op.operands:
             src = v.owner_op
-            if src is not None and src.name == "tt.broadcast":
+            if isinstance(src, BroadcastOp):
                 operands.append(src.operands[0])
                 continue
             splat = _splat_source(v)

@@ -4,20 +4,31 @@ through `PassContext.record_pattern`, so a pass's record says which rewrites it 
 from __future__ import annotations
 
 from compiler.ir.core import Module, Operation, Value
+from compiler.ir.traits import Trait
 
 from .base import PassContext
 from .ir_utils import is_removable_if_unused
 
 
 class RewritePattern:
-    """One rewrite. `roots` limits it to ops of those names (empty: any op). `rewrite` returns
-    True when it changed the IR, using only the `Rewriter`'s methods to do so."""
+    """One rewrite. `roots` limits it to ops of those classes, or ops with those traits (empty:
+    any op). `rewrite` returns True when it changed the IR, using only the `Rewriter`'s methods
+    to do so."""
 
     name: str = ""
     roots: tuple = ()
 
     def rewrite(self, op: Operation, rewriter: "Rewriter") -> bool:
         raise NotImplementedError
+
+    def matches(self, op_class: type[Operation]) -> bool:
+        """Whether this pattern is tried on ops of `op_class` (a subclass of a root class, or
+        a class with a root trait)."""
+        if not self.roots:
+            return True
+        classes = tuple(r for r in self.roots if not issubclass(r, Trait))
+        traits = [r for r in self.roots if issubclass(r, Trait)]
+        return issubclass(op_class, classes) or any(op_class.class_has_trait(t) for t in traits)
 
 
 class Rewriter:
@@ -95,13 +106,16 @@ def apply_patterns(module: Module, patterns: list[RewritePattern], ctx: PassCont
                    erase_dead: bool = True, max_rewrites: int = 100_000) -> bool:
     """Apply `patterns` until none fires; returns whether anything changed. With `erase_dead`
     unused side-effect-free ops are erased as they are met (reported as `erase-dead-op`)."""
-    by_root: dict[str, list[RewritePattern]] = {}
-    generic: list[RewritePattern] = []
-    for pattern in patterns:
-        for root in pattern.roots:
-            by_root.setdefault(root, []).append(pattern)
-        if not pattern.roots:
-            generic.append(pattern)
+    by_class: dict[type, list[RewritePattern]] = {}
+    rooted = [p for p in patterns if p.roots]
+    generic = [p for p in patterns if not p.roots]
+
+    def patterns_for(op_class: type) -> list[RewritePattern]:
+        # rooted patterns first, then the generic ones, each group in the order given
+        found = by_class.get(op_class)
+        if found is None:
+            found = by_class[op_class] = [p for p in rooted if p.matches(op_class)] + generic
+        return found
     worklist = Worklist()
     # Pre-order pushed, so popping (LIFO) visits the last, innermost ops first.
     for op in module.walk("pre"):
@@ -117,7 +131,7 @@ def apply_patterns(module: Module, patterns: list[RewritePattern], ctx: PassCont
             ctx.record_pattern("erase-dead-op", op=op, source=f"{__name__}.apply_patterns")
             changed = True
             continue
-        for pattern in by_root.get(op.name, []) + generic:
+        for pattern in patterns_for(type(op)):
             if pattern.rewrite(op, rewriter):
                 cls = type(pattern)
                 ctx.record_pattern(pattern.name, op=op,

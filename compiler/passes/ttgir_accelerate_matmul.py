@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
+from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
 #: operand element types mma.sync m16n8k16 takes here, with an f32 accumulator
@@ -66,12 +68,14 @@ class AccelerateMatmul(Pass):
 
     name = "accelerate-matmul"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         attr = module.attributes.get("ttg.num-warps")
         num_warps = attr.value if attr is not None else 4
         changed = False
-        for op in [o for o in module.walk() if o.name == "tt.dot"]:
+        for op in [o for o in module.walk() if isinstance(o, DotOp)]:
             mma = mma_encoding_for(op, num_warps)
             if mma is None:
                 continue

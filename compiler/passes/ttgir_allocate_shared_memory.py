@@ -6,6 +6,7 @@ from compiler.ir.attributes import int_attr
 from compiler.ir.core import Module
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 
 
 @register_pass
@@ -18,6 +19,8 @@ class AllocateSharedMemory(Pass):
 
     name = "allocate-shared-memory"
     stage = "ttgir"
+    requires = TTGIR
+    establishes = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         total = 0

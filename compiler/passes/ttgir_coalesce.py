@@ -3,13 +3,16 @@ from __future__ import annotations
 
 from compiler.analysis.axis_info import AxisInfo, analyze
 from compiler.analysis.layout_propagation import build_blocked, encoding_of
+from compiler.dialects.scf import ConditionOp, YieldOp
+from compiler.dialects.tt import AtomicCASOp, AtomicRMWOp, LoadOp, StoreOp
 from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import relayout_op
 
-MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
+MEMORY_OPS = (LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp)   # the ops that access global memory
 ACCESS_BITS = 128
 
 
@@ -51,7 +54,7 @@ class _Components:
         for op in func.walk():
             values = [v for v in list(op.operands) + list(op.results)
                       if isinstance(v.type, TensorType)]
-            if op.name in ("scf.yield", "scf.condition") and op.parent_op is not None:
+            if isinstance(op, (YieldOp, ConditionOp)) and op.parent_op is not None:
                 values += [r for r in op.parent_op.results if isinstance(r.type, TensorType)]
             for region in op.regions:
                 for block in region.blocks:
@@ -89,13 +92,15 @@ class Coalesce(Pass):
 
     name = "coalesce"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         num_warps = module.attributes["ttg.num-warps"].value
         threads = module.attributes["ttg.threads-per-warp"].value
         for func in module.functions():
             info = analyze(func)
-            ops = [op for op in func.walk() if op.name in MEMORY_OPS
+            ops = [op for op in func.walk() if isinstance(op, MEMORY_OPS)
                    and isinstance(op.operands[0].type, TensorType)]
             components = _Components(func)
             layouts = {op: self.choose_layout(op, info, ops, components, num_warps, threads)
@@ -129,7 +134,7 @@ class Coalesce(Pass):
             width = max(width, access_width(other, info[other_ptr], order))
         num_threads = num_warps * threads
         width = min(width, max(ptr.type.numel // num_threads, 1))
-        if op.name != "tt.load":
+        if not isinstance(op, LoadOp):
             width = min(width, access_width(op, info[ptr], order))
         size = [1] * len(shape)
         size[order[0]] = _floor_pow2(width)

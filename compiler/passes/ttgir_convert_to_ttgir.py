@@ -1,14 +1,18 @@
 """convert-triton-to-tritongpu: give every tensor a layout (ttir -> ttgir)."""
 from __future__ import annotations
 
+from compiler.dialects.scf import ConditionOp, ForOp, IfOp, YieldOp
+from compiler.dialects.tt import BroadcastOp, DotOp, ExpandDimsOp, ReduceOp, ScanOp, TransOp
 from compiler.dialects.ttg import DotOperandEncoding, SliceEncoding
 from compiler.ir.attributes import StringAttr, int_attr
 from compiler.ir.core import Block, Module, Operation
+from compiler.ir.traits import HasCombineRegion
 from compiler.ir.types import TensorType
 
 from compiler.analysis.layout_propagation import default_blocked, encoding_of, permute_blocked
 
 from .base import Option, Pass, PassContext, register_pass
+from .requirements import LAYOUTS, NUM_WARPS, SHARED_ALLOCATED
 from .ttgir_rewrite import insert_convert, set_encoding
 
 
@@ -23,6 +27,8 @@ class ConvertTritonToTritonGPU(Pass):
 
     name = "convert-triton-to-tritongpu"
     stage = "ttgir"
+    establishes = (LAYOUTS, NUM_WARPS)
+    invalidates = (SHARED_ALLOCATED,)
     options_spec = (
         Option("num-warps", int, 4, "warps per CTA"),
         Option("threads-per-warp", int, 32, "lanes per warp"),
@@ -73,35 +79,32 @@ class ConvertTritonToTritonGPU(Pass):
             self._convert_op(op)
 
     def _convert_op(self, op: Operation) -> None:
-        name = op.name
-        if name == "tt.reduce":
+        if isinstance(op, ReduceOp):
             self._convert_reduce(op)
-        elif name == "tt.expand_dims":
+        elif isinstance(op, ExpandDimsOp):
             result = op.results[0]
             self._assign_default(result)
-            self._require(op, 0, SliceEncoding(op.attributes["axis"].value,
-                                               result.type.encoding))
-        elif name in ("tt.broadcast", "tt.scan"):
+            self._require(op, 0, SliceEncoding(op.axis, result.type.encoding))
+        elif isinstance(op, (BroadcastOp, ScanOp)):
             self._require_same_as_first(op)
             for r in op.results:
                 set_encoding(r, encoding_of(op.operands[0]))
-        elif name == "tt.trans":
+        elif isinstance(op, TransOp):
             self._require_default(op)
-            set_encoding(op.results[0], permute_blocked(encoding_of(op.operands[0]),
-                                                         op.attributes["order"].values))
-        elif name == "tt.dot":
+            set_encoding(op.results[0], permute_blocked(encoding_of(op.src), op.order))
+        elif isinstance(op, DotOp):
             self._convert_dot(op)
-        elif name == "scf.yield":
+        elif isinstance(op, YieldOp):
             self._convert_yield(op)
-        elif name == "scf.condition":
+        elif isinstance(op, ConditionOp):
             self._require_default(op)
         else:
             self._require_default(op)
             for r in op.results:
                 self._assign_default(r)
         if any(isinstance(r.type, TensorType) for r in op.results):
-            self.ctx.record_pattern(f"assign layout to {name}")
-        if name == "tt.reduce" or name == "tt.scan":
+            self.ctx.record_pattern(f"assign layout to {op.name}")
+        if op.has_trait(HasCombineRegion):
             return  # combine regions hold scalars only
         for region in op.regions:
             for block in region.blocks:
@@ -115,7 +118,7 @@ class ConvertTritonToTritonGPU(Pass):
             self._require(op, i, encoding_of(op.operands[0]))
 
     def _convert_reduce(self, op: Operation) -> None:
-        axis = op.attributes["axis"].value
+        axis = op.axis
         self._require_default(op)
         parent = encoding_of(op.operands[0])
         for r in op.results:
@@ -132,7 +135,7 @@ class ConvertTritonToTritonGPU(Pass):
 
     def _convert_yield(self, op: Operation) -> None:
         owner = op.parent.parent_op
-        if owner is not None and owner.name in ("scf.for", "scf.if"):
+        if isinstance(owner, (ForOp, IfOp)):
             for i, r in enumerate(owner.results):
                 self._require(op, i, encoding_of(r))
         else:

@@ -1,11 +1,13 @@
 """optimize-thread-locality: keep reductions inside warps when a conversion is paid anyway."""
 from __future__ import annotations
 
-from compiler.dialects.ttg import BlockedEncoding, SliceEncoding
+from compiler.dialects.tt import ReduceOp
+from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import insert_convert, insert_convert_after, set_encoding
 
 
@@ -46,9 +48,11 @@ class OptimizeThreadLocality(Pass):
 
     name = "optimize-thread-locality"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        for op in [o for o in module.walk() if o.name == "tt.reduce"]:
+        for op in [o for o in module.walk() if isinstance(o, ReduceOp)]:
             if self._rewrite(op):
                 ctx.record_pattern("keep reduction within warps")
 
@@ -57,7 +61,7 @@ class OptimizeThreadLocality(Pass):
         operand = op.operands[0]
         producer = operand.owner_op
         t = operand.type
-        if producer is None or producer.name != "ttg.convert_layout" or len(op.operands) != 1:
+        if not isinstance(producer, ConvertLayoutOp) or len(op.operands) != 1:
             return False
         if not isinstance(t.encoding, BlockedEncoding):
             return False

@@ -16,7 +16,7 @@ from compiler.codegen import vector_width as vw
 from compiler.dialects import arith, tt
 from compiler.dialects.scf import ForOp
 from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
-                                   LocalAllocOp, LocalDeallocOp, MemDescIndexOp,
+                                   LocalAllocOp, LocalDeallocOp, LocalLoadOp, MemDescIndexOp,
                                    SwizzledSharedEncoding)
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
@@ -24,6 +24,7 @@ from compiler.dialects.ttg import MemDescType
 from compiler.ir.types import TensorType, i1, i32
 
 from .base import Option, Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
 
 
@@ -58,22 +59,23 @@ def _staged_loads(loop: ForOp, axis) -> list:
     instruction): the loads worth copying asynchronously."""
     pairs = []
     for op in loop.body.ops:
-        if op.name != "tt.load" or not isinstance(op.results[0].type, TensorType):
+        if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
             continue
         users = op.results[0].users()
-        if len(users) != 1 or users[0].name != "ttg.local_alloc" or users[0].parent is not loop.body:
+        if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or \
+                users[0].parent is not loop.body:
             continue
         alloc = users[0]
         if not isinstance(alloc.results[0].type.encoding, SwizzledSharedEncoding):
             continue
         if len(op.results[0].type.shape) != 2 or not _is_zero_other(
-                op.operands[2] if len(op.operands) > 2 else None):
+                op.other):
             continue
         if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
             continue
         readers = alloc.results[0].users()
-        if readers and all(r.name == "ttg.local_load" and r.results[0].users() and
-                           all(u.name == "tt.dot" for u in r.results[0].users())
+        if readers and all(isinstance(r, LocalLoadOp) and r.results[0].users() and
+                           all(isinstance(u, tt.DotOp) for u in r.results[0].users())
                            for r in readers):
             pairs.append((op, alloc))
     return pairs
@@ -274,13 +276,15 @@ class Pipeline(Pass):
 
     name = "pipeline"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
     options_spec = (Option("num-stages", int, 0,
                            "buffers per operand (0: the compile option num_stages)"),)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         default = self.options["num-stages"] or int(ctx.options.get("num_stages", 3))
         for func in module.functions():
-            loops = [op for op in func.walk() if op.name == "scf.for"]
+            loops = [op for op in func.walk() if isinstance(op, ForOp)]
             if not loops:
                 continue
             axis = vw.analyze(func)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from compiler.analysis.layout_propagation import order_of
-from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LocalAllocOp, LocalLoadOp,
+from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding,
+                                   LocalAllocOp, LocalLoadOp,
                                    NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
 from compiler.ir.core import Module
 from compiler.dialects.ttg import MemDescType
 
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 
 
 def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding, shape: tuple = (),
@@ -38,9 +40,11 @@ class ReduceDataDuplication(Pass):
 
     name = "reduce-data-duplication"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        for op in [o for o in module.walk() if o.name == "ttg.convert_layout"]:
+        for op in [o for o in module.walk() if isinstance(o, ConvertLayoutOp)]:
             src, dst = op.operands[0].type, op.results[0].type
             if not isinstance(dst.encoding, DotOperandEncoding):
                 continue

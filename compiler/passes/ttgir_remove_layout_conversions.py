@@ -4,25 +4,26 @@ from __future__ import annotations
 from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
-from compiler.dialects.ttg import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
-from compiler.ir.attributes import DenseAttr
+from compiler.dialects.scf import ForOp, IfOp
+from compiler.dialects.tt import (BroadcastOp, ExpandDimsOp, LoadOp, ReduceOp, ScanOp, StoreOp,
+                                  TransOp)
+from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, NvidiaMmaEncoding,
+                                   SliceEncoding)
 from compiler.ir.core import Module, Operation, Value
+from compiler.ir.traits import (HasCombineRegion, LayoutAnchor, LayoutBarrier, LayoutExchange,
+                                LayoutLeaf, LoopLike)
 from compiler.ir.types import TensorType
 
 from .cse import CSE
 from .base import Pass, PassContext, register_pass
+from .requirements import SHARED_ALLOCATED, TTGIR
 from .dce import erase_dead_ops
 from .ir_utils import defined_outside
-from .ttgir_rewrite import (EXCHANGING_OPS, fold_converts, insert_convert, insert_convert_after,
+from .ttgir_rewrite import (fold_converts, insert_convert, insert_convert_after, is_layout_leaf,
                             relayout_op, set_encoding)
 
-# Ops whose result layout others must follow: forward propagation starts at their results.
-ANCHORS = ("tt.load", "tt.dot", "tt.atomic_rmw", "tt.atomic_cas", "tt.reshape", "tt.trans")
-# Ops that never take a propagated layout (they fix their own, or cross region boundaries).
-BARRIERS = ("tt.load", "tt.dot", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "scf.yield",
-            "scf.for", "scf.if", "scf.while", "scf.condition", "tt.print", "tt.assert",
-            "ttg.local_alloc", "tt.return", "tt.call")
-LEAVES = ("tt.splat", "tt.make_range", "arith.constant")
+# Forward propagation starts at the results of LayoutAnchor ops and never enters LayoutBarrier
+# ops (they fix their own layout, or cross region boundaries); see compiler/ir/traits.py.
 CONVERT_WEIGHT = 4          # a conversion through shared memory: a store, a barrier, a load
 INFINITE = float("inf")
 
@@ -75,6 +76,8 @@ class RemoveLayoutConversions(Pass):
 
     name = "remove-layout-conversions"
     stage = "ttgir"
+    requires = TTGIR
+    invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
         num_warps = module.attributes["ttg.num-warps"].value
@@ -104,11 +107,11 @@ class RemoveLayoutConversions(Pass):
     def _forward(self, func: Operation) -> bool:
         candidates: dict[Value, list] = {}
         sinks: dict[Operation, list] = {}       # reductions to scalars: any operand layout
-        work = [(r, r.type.encoding) for op in func.walk() if op.name in ANCHORS
+        work = [(r, r.type.encoding) for op in func.walk() if op.has_trait(LayoutAnchor)
                 for r in op.results if isinstance(r.type, TensorType)]
         # a tensor-core accumulator carried out of a loop is an anchor too (its epilogue, e.g.
         # the downcast before the store, then runs in the mma layout, as in Triton)
-        work += [(r, r.type.encoding) for op in func.walk() if op.name in ("scf.for", "scf.if")
+        work += [(r, r.type.encoding) for op in func.walk() if isinstance(op, (ForOp, IfOp))
                  for r in op.results
                  if isinstance(r.type, TensorType) and isinstance(r.type.encoding,
                                                                   NvidiaMmaEncoding)]
@@ -116,14 +119,14 @@ class RemoveLayoutConversions(Pass):
         while work:
             value, enc = work.pop()
             for user in value.users():
-                if user.name in BARRIERS or user.name in EXCHANGING_OPS:
+                if user.has_trait(LayoutBarrier) or user.has_trait(LayoutExchange):
                     continue            # (a reshape/trans result may take any layout)
-                if user.name in ("tt.reduce", "tt.scan") and not any(
+                if user.has_trait(HasCombineRegion) and not any(
                         isinstance(r.type, TensorType) for r in user.results):
                     if enc not in sinks.setdefault(user, []):
                         sinks[user].append(enc)
                     continue
-                if user.name == "ttg.convert_layout":
+                if isinstance(user, ConvertLayoutOp):
                     if not self._worth_following(user):
                         continue
                     new = enc
@@ -155,8 +158,8 @@ class RemoveLayoutConversions(Pass):
             wanted = chosen[0] if len(set(chosen)) == 1 else None
             if wanted is None:
                 continue
-            needs = (operand_encoding(op, wanted) if op.name != "ttg.convert_layout"
-                     else op.operands[0].type.encoding)
+            needs = (operand_encoding(op, wanted) if not isinstance(op, ConvertLayoutOp)
+                     else op.src.type.encoding)
             if needs is None:
                 continue
             tensor_operands = [needs if isinstance(v.type, TensorType) else None
@@ -172,7 +175,7 @@ class RemoveLayoutConversions(Pass):
         that can take the layout too (not just stores, dots or other fixed-layout users)."""
         if not _is_distributed_target(conv.results[0].type.encoding):
             return False
-        return any(user.name not in BARRIERS and user.name != "ttg.convert_layout"
+        return any(not user.has_trait(LayoutBarrier) and not isinstance(user, ConvertLayoutOp)
                    for user in conv.results[0].users())
 
     @staticmethod
@@ -187,7 +190,7 @@ class RemoveLayoutConversions(Pass):
     def _backward(self, func: Operation) -> bool:
         changed = False
         made: dict = {}
-        for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
+        for conv in [op for op in func.walk() if isinstance(op, ConvertLayoutOp)]:
             if conv.parent is None:
                 continue
             target = conv.results[0].type.encoding
@@ -213,26 +216,24 @@ class RemoveLayoutConversions(Pass):
         op = value.owner_op
         if op is None:
             return False
-        if op.name in LEAVES:
-            if op.name == "arith.constant" and not isinstance(op.attributes["value"], DenseAttr):
-                return False
-            return plan.add(value, enc, "leaf")
+        if op.has_trait(LayoutLeaf):
+            return is_layout_leaf(op) and plan.add(value, enc, "leaf")
         if not _is_distributed_target(enc):
             return False        # only free producers are rebuilt in dot-operand/mma layouts
-        if op.name == "ttg.convert_layout":
+        if isinstance(op, ConvertLayoutOp):
             mark = plan.checkpoint()
             if self._plan(op.operands[0], enc, plan, made):
                 return plan.add(value, enc, "through")
             plan.rollback(mark)
             return plan.add(value, enc, "reconvert")
-        if op.name == "tt.load":
+        if isinstance(op, LoadOp):
             if not self._load_movable(op, value, enc):
                 return False
-        elif op.name == "tt.reduce":
+        elif isinstance(op, ReduceOp):
             if any(len(r.uses) > 1 for r in op.results):
                 return False
-        elif not (is_elementwise(op) or op.name in ("tt.broadcast", "tt.expand_dims",
-                                                       "tt.trans", "tt.scan")):
+        elif not (is_elementwise(op) or isinstance(op, (BroadcastOp, ExpandDimsOp, TransOp,
+                                                         ScanOp))):
             return False
         needs = operand_encoding(op, enc)
         if needs is None or not _is_distributed_target(needs):
@@ -280,9 +281,9 @@ class RemoveLayoutConversions(Pass):
             if kind in ("leaf", "through"):
                 continue
             built[op] = built.get(op, 0) + 1
-            if op.name in ("tt.load", "tt.reduce") and (op not in dying or built[op] > 1):
+            if isinstance(op, (LoadOp, ReduceOp)) and (op not in dying or built[op] > 1):
                 return INFINITE
-            if op not in dying and op.name not in ("tt.broadcast", "tt.expand_dims"):
+            if op not in dying and not isinstance(op, (BroadcastOp, ExpandDimsOp)):
                 cost += self.cost.per_thread(value.type)
         return cost
 
@@ -330,15 +331,14 @@ class RemoveLayoutConversions(Pass):
     # ---- (3) values carried by loops and ifs -------------------------------------------------
     def _loop_carried(self, func: Operation) -> bool:
         changed = False
-        for op in [o for o in func.walk() if o.name in ("scf.for", "scf.if")]:
+        for op in [o for o in func.walk() if isinstance(o, (ForOp, IfOp))]:
             for i, result in enumerate(op.results):
                 if not isinstance(result.type, TensorType) or (op, i) in self.carried_done:
                     continue
                 # a loop is judged by its body's uses (they run every iteration)
-                watched = (op.regions[0].blocks[0].args[1 + i] if op.name == "scf.for"
-                           else result)
+                watched = op.iter_args[i] if isinstance(op, ForOp) else result
                 targets = {u.results[0].type.encoding for u in watched.users()
-                           if u.name == "ttg.convert_layout"}
+                           if isinstance(u, ConvertLayoutOp)}
                 if len(targets) != 1:
                     continue
                 target = targets.pop()
@@ -358,7 +358,7 @@ class RemoveLayoutConversions(Pass):
         get a conversion back; the conversions that cancel are folded afterwards."""
         old = op.results[i].type.encoding
         values = [op.results[i]]
-        if op.name == "scf.for":
+        if isinstance(op, ForOp):
             values.append(op.regions[0].blocks[0].args[1 + i])
             op.set_operand(3 + i, insert_convert(op.operands[3 + i], target, op))
         for value in values:
@@ -377,9 +377,9 @@ class RemoveLayoutConversions(Pass):
         """Move each store fed by an irremovable conversion into the conversion's source
         layout when that is no worse for the store and cheap for its pointers and mask."""
         changed = False
-        for store in [op for op in func.walk() if op.name == "tt.store"]:
-            conv = store.operands[1].owner_op
-            if conv is None or conv.name != "ttg.convert_layout":
+        for store in [op for op in func.walk() if isinstance(op, StoreOp)]:
+            conv = store.value.owner_op
+            if not isinstance(conv, ConvertLayoutOp):
                 continue
             source = conv.operands[0].type.encoding
             if not _no_worse_store_layout(source, store.operands[1].type.encoding):
@@ -408,10 +408,10 @@ class RemoveLayoutConversions(Pass):
         """A conversion inside a loop of a value defined outside it gives the same result every
         iteration: do it once, before the loop."""
         changed = False
-        for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
+        for conv in [op for op in func.walk() if isinstance(op, ConvertLayoutOp)]:
             moved = False
             loop = conv.parent_op
-            while loop is not None and loop.name in ("scf.for", "scf.while") and \
+            while loop is not None and loop.has_trait(LoopLike) and \
                     defined_outside(conv.operands[0], loop):
                 conv.move_before(loop)
                 moved = True

@@ -1,11 +1,14 @@
 """reorder-instructions: move conversions and shared-memory traffic next to where they matter."""
 from __future__ import annotations
 
+from compiler.dialects.ttg import ConvertLayoutOp, LocalAllocOp, LocalLoadOp
 from compiler.ir.core import Module, Operation
+from compiler.ir.traits import MemoryWrite
 
 from .base import Pass, PassContext, register_pass
+from .requirements import TTGIR
 
-SINKABLE = ("ttg.convert_layout", "ttg.local_load")
+SINKABLE = (ConvertLayoutOp, LocalLoadOp)
 
 
 def _first_user_in_block(op: Operation) -> Operation | None:
@@ -26,7 +29,7 @@ def _first_user_in_block(op: Operation) -> Operation | None:
 
 
 def _writes_between(block, start: int, end: int) -> bool:
-    return any(o.has_trait("memory_write") for o in block.ops[start + 1:end])
+    return any(o.has_trait(MemoryWrite) for o in block.ops[start + 1:end])
 
 
 @register_pass
@@ -40,14 +43,15 @@ class ReorderInstructions(Pass):
 
     name = "reorder-instructions"
     stage = "ttgir"
+    requires = TTGIR
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in list(module.walk()):
             if op.parent is None:
                 continue
-            if op.name in SINKABLE:
+            if isinstance(op, SINKABLE):
                 self._sink(op, ctx)
-            elif op.name == "ttg.local_alloc" and op.operands:
+            elif isinstance(op, LocalAllocOp) and op.src is not None:
                 self._hoist_alloc(op, ctx)
 
     @staticmethod
@@ -59,7 +63,7 @@ class ReorderInstructions(Pass):
         here, there = block.ops.index(op), block.ops.index(user)
         if there == here + 1:
             return
-        if op.name == "ttg.local_load" and _writes_between(block, here, there):
+        if isinstance(op, LocalLoadOp) and _writes_between(block, here, there):
             return
         op.move_before(user)
         ctx.record_pattern(f"sink {op.name} to its first user")

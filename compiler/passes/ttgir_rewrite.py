@@ -5,6 +5,7 @@ from __future__ import annotations
 from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.core import Module, Operation, Value
+from compiler.ir.traits import ConstantLike, LayoutExchange, LayoutLeaf
 from compiler.ir.types import TensorType
 
 from .base import PassContext
@@ -17,7 +18,7 @@ def set_encoding(value: Value, encoding) -> None:
         return
     value.type = value.type.with_encoding(encoding)
     op = value.owner_op
-    if op is not None and op.name == "arith.constant":
+    if op is not None and op.has_trait(ConstantLike):
         attr = op.attributes["value"]
         if isinstance(attr, DenseAttr):
             op.attributes["value"] = DenseAttr(attr.value, value.type)
@@ -66,16 +67,22 @@ def relayout_op(op: Operation, operand_encodings: list, result_encodings: list) 
 
 def convert_ops(module: Module) -> list[Operation]:
     """Every `ttg.convert_layout` in the module, in program order."""
-    return [op for op in module.walk() if op.name == "ttg.convert_layout"]
+    return [op for op in module.walk() if isinstance(op, ConvertLayoutOp)]
+
+
+def is_layout_leaf(op: Operation) -> bool:
+    """A producer that can be rebuilt in any layout from scalars: a splat, a make_range or a
+    dense (splat) constant (a scalar constant has no layout to change)."""
+    if not op.has_trait(LayoutLeaf):
+        return False
+    return not op.has_trait(ConstantLike) or isinstance(op.attributes["value"], DenseAttr)
 
 
 def recreate_in_layout(op: Operation, encoding) -> Value | None:
     """A copy of a layout-free producer (splat, make_range, splat constant) built directly in
     `encoding`, placed right after the original (so it stays where the original was, outside
     any loop the conversion sits in); None if `op` is not such a producer."""
-    if op.name not in ("tt.splat", "tt.make_range", "arith.constant"):
-        return None
-    if op.name == "arith.constant" and not isinstance(op.attributes["value"], DenseAttr):
+    if not is_layout_leaf(op):
         return None
     clone = op.clone({})
     op.parent.insert(op.parent.ops.index(op) + 1, clone)
@@ -83,18 +90,15 @@ def recreate_in_layout(op: Operation, encoding) -> Value | None:
     return clone.result
 
 
-# Ops whose lowering moves every element through shared memory from any distributed operand
-# layout into its result layout (compiler/codegen/lower_shape.py): a conversion in front of
-# them is a second, useless round trip.
-EXCHANGING_OPS = ("tt.reshape", "tt.trans")
-
-
 def _feeds_only_exchanges(conv: Operation) -> bool:
     """Whether every user of conversion `conv` is a reshape/trans and its source is in a plain
     distributed (blocked or slice) layout, so the users can take the source directly."""
     users = [user for user, _ in conv.results[0].uses]
     source = conv.operands[0].type.encoding
-    return bool(users) and all(u.name in EXCHANGING_OPS for u in users) and \
+    # a reshape/trans moves every element through shared memory from any distributed operand
+    # layout into its result layout (compiler/codegen/lower_shape.py): a conversion in front
+    # of it is a second, useless round trip
+    return bool(users) and all(u.has_trait(LayoutExchange) for u in users) and \
         isinstance(source, (BlockedEncoding, SliceEncoding))
 
 
@@ -114,7 +118,7 @@ def fold_converts(module: Module, ctx: PassContext) -> bool:
             changed = True
             continue
         producer = src.owner_op
-        if producer is not None and producer.name == "ttg.convert_layout":
+        if isinstance(producer, ConvertLayoutOp):
             inner = producer.operands[0]
             if inner.type == dst_type:
                 op.replace_with([inner])
@@ -128,7 +132,7 @@ def fold_converts(module: Module, ctx: PassContext) -> bool:
             ctx.record_pattern("fold convert_layout into the reshape/trans that moves its data")
             changed = True
             continue
-        if producer is not None and producer.name in EXCHANGING_OPS and len(src.uses) == 1 \
+        if producer is not None and producer.has_trait(LayoutExchange) and len(src.uses) == 1 \
                 and isinstance(dst_type.encoding, (BlockedEncoding, SliceEncoding)):
             set_encoding(src, dst_type.encoding)
             op.replace_with([src])

@@ -5,13 +5,35 @@ arguments (and the dtypes of array arguments) it times every config that survive
 with `compiler.testing.do_bench` and keeps the fastest for that key. When the kernel runs in
 the interpreter (no GPU, `interpret=True`, `TILE_INTERPRET=1`) timing means nothing, so the
 first surviving config is used without benchmarking. `heuristics({name: fn(args)})` computes
-meta-parameters from the other arguments before each launch.
+meta-parameters from the other arguments before each launch. Benchmarks run in profiler scopes
+(`autotune KERNEL / config CONFIG`), and each tuning run's times and choice go into the active
+profiler sessions; `TRITON_PRINT_AUTOTUNING=1` or `TILE_PRINT_AUTOTUNING=1` print them.
 """
 from __future__ import annotations
 
 import math
+import os
+import sys
+import time
+from dataclasses import dataclass
 
+from compiler.profiler.tuning import config_scope, format_tuning, record_tuning, tuning_scope
 from compiler.runtime.jit import JITFunction, KernelInterface
+
+
+@dataclass(frozen=True)
+class AutotuneEnv:
+    """Environment switches of the autotuner, read once (when a kernel is decorated)."""
+
+    print_autotuning: bool = False
+
+    @classmethod
+    def from_environ(cls, environ=os.environ) -> "AutotuneEnv":
+        """Read `TRITON_PRINT_AUTOTUNING` / `TILE_PRINT_AUTOTUNING` (1/true/yes/on: print
+        each tuning run's config times and choice to stdout)."""
+        names = ("TRITON_PRINT_AUTOTUNING", "TILE_PRINT_AUTOTUNING")
+        return cls(print_autotuning=any(
+            environ.get(n, "").strip().lower() in ("1", "true", "yes", "on") for n in names))
 
 
 class Config:
@@ -67,6 +89,7 @@ class Autotuner(KernelInterface):
         self.configs_timings: dict = {}  # Config -> ms (last tuning run)
         self.best_config = None
         self.__name__ = fn.__name__
+        self.env = AutotuneEnv.from_environ()
 
     # -- keys and pruning -----------------------------------------------------------------------
 
@@ -126,14 +149,21 @@ class Autotuner(KernelInterface):
         if len(configs) == 1 or self.jit_function.will_interpret(kwargs.get("interpret")):
             return configs[0]
         timings, first_error = {}, None
-        for config in configs:
-            try:
-                timings[config] = self._bench(config, args, grid, kwargs, named)
-            except Exception as err:  # noqa: BLE001 - a config that fails is not chosen
-                timings[config] = math.inf
-                first_error = first_error or err
+        began = time.perf_counter()
+        with tuning_scope(self.__name__):
+            for config in configs:
+                try:
+                    with config_scope(config):
+                        timings[config] = self._bench(config, args, grid, kwargs, named)
+                except Exception as err:  # noqa: BLE001 - a config that fails is not chosen
+                    timings[config] = math.inf
+                    first_error = first_error or err
         self.configs_timings = timings
         best = min(timings, key=timings.get)
+        seconds = time.perf_counter() - began
+        record_tuning(self.__name__, self.tuning_key(named), timings, best, seconds)
+        if self.env.print_autotuning:
+            print(format_tuning(self.__name__, timings, best, seconds), file=sys.stdout)
         if math.isinf(timings[best]):
             raise first_error
         return best

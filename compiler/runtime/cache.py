@@ -7,9 +7,14 @@ options, target, the compiler's own fingerprint and the toolchain versions (`cac
 
 Writes are atomic: an entry is built in a private temporary directory and renamed into place in
 one step, so readers see a whole entry or none, and processes racing to write the same key leave
-one complete winner. A damaged entry (unreadable manifest, missing or truncated file, checksum
-mismatch) is reported with a warning, moved aside, and treated as a miss so it gets recompiled.
-`TILE_CACHE_DIR` and `TILE_ALWAYS_COMPILE` are read once, by `CacheOptions.from_env`.
+one complete winner. A damaged entry (unreadable or wrongly shaped manifest, a manifest whose own
+digest does not match, a missing, truncated, unsafe-named or symlinked file, a checksum
+mismatch, a file whose content is not of its kind, an entry the compiler cannot load) is
+reported once with a `CacheWarning` naming it, moved aside, and treated as a miss so it gets
+recompiled. File names in a manifest are checked before anything is opened, and files are
+opened without following links, so nothing outside the entry is ever read. A cache that cannot
+be written (read-only, full, not a directory) is reported once and the kernel is used from
+memory. `TILE_CACHE_DIR` and `TILE_ALWAYS_COMPILE` are read once, by `CacheOptions.from_env`.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2       # 2: the manifest carries its own digest
 MANIFEST = "manifest.json"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -208,6 +213,96 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str, key: str | None = None) -> None:
+    """A `CacheWarning`, issued once per process for the same entry or cache (`key`)."""
+    key = message if key is None else key
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def _manifest_digest(manifest: Mapping) -> str:
+    """The sha256 of a manifest's fields other than `digest`, in canonical JSON."""
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    return _digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _safe_file_name(name) -> bool:
+    """A name an entry may hold: one path component of safe characters, not hidden, not the
+    manifest (so `../../etc/hostname` or `/etc/passwd` is never opened)."""
+    return isinstance(name, str) and bool(_SAFE_NAME.match(name)) and name != MANIFEST \
+        and not name.startswith(".")
+
+
+def _read_manifest(directory: Path) -> dict:
+    try:
+        data = _read_entry_file(directory, MANIFEST)
+        manifest = json.loads(data.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise EntryDamaged(f"manifest.json is unreadable: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise EntryDamaged("manifest.json is not a JSON object")
+    return manifest
+
+
+def _check_manifest_shape(manifest: dict) -> None:
+    """Every field of the manifest has the type the reader relies on."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise EntryDamaged("manifest.json lists no files")
+    if not isinstance(manifest.get("metadata"), dict):
+        raise EntryDamaged("manifest.json's metadata is not an object")
+    if not isinstance(manifest.get("digest"), str):
+        raise EntryDamaged("manifest.json has no digest")
+    for name, info in files.items():
+        if not _safe_file_name(name):
+            raise EntryDamaged(f"manifest.json names a file outside the entry: {name!r}")
+        if not isinstance(info, dict) or type(info.get("size")) is not int \
+                or not isinstance(info.get("sha256"), str):
+            raise EntryDamaged(f"manifest.json's record of {name} is not {{size, sha256}}")
+
+
+def _read_entry_file(directory: Path, name: str) -> bytes:
+    """The bytes of one file of the entry, opened without following a symbolic link."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(directory / name, flags)
+    except FileNotFoundError:
+        raise EntryDamaged(f"{name} is missing") from None
+    except OSError as exc:     # ELOOP: a symbolic link; EACCES, EISDIR, ...
+        raise EntryDamaged(f"{name} cannot be opened: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise EntryDamaged(f"{name} cannot be read: {exc.strerror or exc}") from None
+
+
+#: What the content of a stored file must look like, by name (beyond its checksum): the
+#: trace is a JSON object; ELF binaries start with the ELF magic.
+_ELF_MAGIC = b"\x7fELF"
+
+
+def _check_content(name: str, data: bytes) -> None:
+    if name == TRACE_FILE:
+        try:
+            if not isinstance(json.loads(data.decode()), dict):
+                raise ValueError("not a JSON object")
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise EntryDamaged(f"{name} is not a trace: {exc}") from None
+    elif name == "kernel.cubin" and not data.startswith(_ELF_MAGIC):
+        raise EntryDamaged(f"{name} is not an ELF file")
+    elif name.startswith("kernel.") and name[len("kernel."):] not in BINARY_STAGES:
+        try:
+            data.decode()
+        except UnicodeDecodeError as exc:
+            raise EntryDamaged(f"{name} is not UTF-8 text: {exc}") from None
+
+
 class KernelCache:
     """The cache directory. `get(key)` returns a verified `CacheEntry` or None; `put(key,
     files, metadata)` stores one atomically; `get_or_compile` does both around a compile."""
@@ -234,34 +329,36 @@ class KernelCache:
         try:
             return self._read_entry(key, directory)
         except EntryDamaged as damage:
-            warnings.warn(f"kernel cache entry {directory} is damaged ({damage}); "
-                          f"recompiling", CacheWarning, stacklevel=2)
+            _warn_once(f"kernel cache entry {directory} is damaged ({damage}); recompiling")
             self._discard(directory)
             return None
 
     def _read_entry(self, key: str, directory: Path) -> CacheEntry:
-        try:
-            manifest = json.loads((directory / MANIFEST).read_text())
-        except FileNotFoundError:
-            raise EntryDamaged("manifest.json is missing") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EntryDamaged(f"manifest.json is unreadable: {exc}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != CACHE_FORMAT \
-                or manifest.get("key") != key or not isinstance(manifest.get("files"), dict):
+        if directory.is_symlink():
+            raise EntryDamaged("the entry is a symbolic link")
+        manifest = _read_manifest(directory)
+        if manifest.get("format") != CACHE_FORMAT or manifest.get("key") != key:
             raise EntryDamaged("manifest.json does not describe this entry")
+        _check_manifest_shape(manifest)
+        if manifest["digest"] != _manifest_digest(manifest):
+            raise EntryDamaged("manifest.json does not match its own digest (edited?)")
         files: dict[str, bytes] = {}
         for name, info in manifest["files"].items():
-            try:
-                data = (directory / name).read_bytes()
-            except OSError as exc:
-                raise EntryDamaged(f"file {name} cannot be read: {exc}") from None
-            if len(data) != info.get("size"):
+            data = _read_entry_file(directory, name)
+            if len(data) != info["size"]:
                 raise EntryDamaged(f"file {name} has {len(data)} bytes, expected "
-                                   f"{info.get('size')} (truncated?)")
-            if _digest(data) != info.get("sha256"):
+                                   f"{info['size']} (truncated?)")
+            if _digest(data) != info["sha256"]:
                 raise EntryDamaged(f"file {name} does not match its checksum")
+            _check_content(name, data)
             files[name] = data
-        return CacheEntry(key, directory, manifest.get("metadata", {}), files)
+        return CacheEntry(key, directory, manifest["metadata"], files)
+
+    def reject(self, entry: "CacheEntry", reason: str) -> None:
+        """Report (once) that a verified entry cannot be used (e.g. its trace does not load in
+        this compiler) and move it aside, so the next lookup misses and recompiles."""
+        _warn_once(f"kernel cache entry {entry.path} is damaged ({reason}); recompiling")
+        self._discard(entry.path)
 
     def _discard(self, directory: Path) -> None:
         """Move a damaged entry out of the way atomically, then delete it."""
@@ -269,8 +366,14 @@ class KernelCache:
         try:
             os.rename(directory, trash)
         except OSError:
-            return          # someone else moved or replaced it already
-        shutil.rmtree(trash, ignore_errors=True)
+            return          # someone else moved or replaced it already, or the dir is read-only
+        if trash.is_dir() and not trash.is_symlink():
+            shutil.rmtree(trash, ignore_errors=True)
+        else:               # a foreign file or link where an entry belongs: remove the name only
+            try:
+                os.unlink(trash)
+            except OSError:
+                pass
 
     # ---- writing -------------------------------------------------------------------------
     def put(self, key: str, files: Mapping[str, bytes | str],
@@ -281,7 +384,7 @@ class KernelCache:
         directory = self.entry_dir(key)
         blobs = {}
         for name, data in files.items():
-            if not _SAFE_NAME.match(name) or name == MANIFEST or name.startswith("."):
+            if not _safe_file_name(name):
                 raise ValueError(f"bad cache file name {name!r}: use letters, digits, '_', '-' "
                                  f"and '.', not starting with '.', and not {MANIFEST}")
             blobs[name] = data.encode() if isinstance(data, str) else bytes(data)
@@ -290,16 +393,17 @@ class KernelCache:
             "metadata": json.loads(json.dumps(dict(metadata or {}))),
             "files": {name: {"size": len(b), "sha256": _digest(b)} for name, b in blobs.items()},
         }
+        manifest["digest"] = _manifest_digest(manifest)
         entry = CacheEntry(key, directory, manifest["metadata"], blobs)
         try:
             self._write_entry(directory, blobs, manifest)
         except OSError as exc:
-            warnings.warn(f"cannot write kernel cache entry {directory}: {exc}", CacheWarning,
-                          stacklevel=2)
+            _warn_once(f"cannot write kernel cache entry {directory}: {exc}; kernels compiled "
+                       f"now are kept in memory only", key=f"write {self.root}")
         return entry
 
     def _write_entry(self, directory: Path, blobs: dict[str, bytes], manifest: dict) -> None:
-        if directory.is_dir() and not self._damaged(directory):
+        if directory.is_dir() and not directory.is_symlink() and not self._damaged(directory):
             return                                 # already stored whole, by us or another
         self.root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name[:16]}-", dir=self.root))
@@ -314,7 +418,8 @@ class KernelCache:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(staging, 0o755)
-            if directory.exists() and self._damaged(directory):
+            if directory.is_symlink() or directory.exists() and (
+                    not directory.is_dir() or self._damaged(directory)):
                 self._discard(directory)
             try:
                 os.rename(staging, directory)      # atomic; fails if the key already exists

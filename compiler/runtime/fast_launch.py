@@ -9,7 +9,8 @@ parameters, extra positionals and missing arguments are sorted out in its body).
 the cache key with each argument's specialization written inline: an int's range and
 divisibility, a device array's address read once, used for its `:16` entry and passed on to a
 launcher that packs it without looking at the array again (`KernelLauncher.launch_addresses`).
-A cache hit launches right there. Everything else (a cache miss, other argument types, a CPU
+A cache hit launches right there (past the profiler's launch observers, when there are
+any: `recording.observed_launch`). Everything else (a cache miss, other argument types, a CPU
 tensor, the interpreter, a recorder, `warmup=`, a bad call) goes to `slow(...)`, which rebuilds
 the call as it was made and hands it to `JITFunction.run`, the reference path: the fast path
 changes how fast a launch is, never what it does.
@@ -85,6 +86,7 @@ def make_fast_launch(jit, samples: tuple, positional: int, slow):
         "_tile_M": MISSING, "_tile_type": type, "_tile_callable": callable, "_tile_dict": dict,
         "_tile_zip": zip, "_tile_len": len, "_tile_slow": slow, "_tile_jit": jit,
         "_tile_cache": jit._gpu_cache, "_tile_active": recording.ACTIVE,
+        "_tile_observers": recording.OBSERVERS, "_tile_observed": recording.observed_launch,
         "_tile_eq1": EQUAL_TO_1, "_tile_int_entry": _int_entry,
         "_tile_pointer_types": _POINTER_TYPES, "_tile_value": launch_value,
         "_tile_nospec": specialize_unspecialized, "_tile_noalign": specialize_without_alignment,
@@ -157,9 +159,13 @@ def make_fast_launch(jit, samples: tuple, positional: int, slow):
         "if _tile_callable(_tile_grid):",
         f"    _tile_grid = _tile_grid(_tile_dict(_tile_zip(_tile_names, {bound})))",
         "if _tile_entry.takes_addresses:",
-        f"    _tile_entry.launch(_tile_grid, _tile_entry.select({_tuple(values)}), {stream})",
+        f"    _tile_args = _tile_entry.select({_tuple(values)})",
         "else:",
-        f"    _tile_entry.launch(_tile_grid, _tile_entry.select({bound}), {stream})",
+        f"    _tile_args = _tile_entry.select({bound})",
+        "if _tile_observers:        # the profiler's hook: sees the launch, no slow path",
+        f"    return _tile_observed(_tile_entry, _tile_grid, _tile_args, {stream}, 'gpu', "
+        f"_tile_jit, {bound})",
+        f"_tile_entry.launch(_tile_grid, _tile_args, {stream})",
         "return _tile_entry.kernel",
     ]
     source = (f"def fast_launch({', '.join(header)}):\n" +

@@ -13,6 +13,7 @@ import numpy as np
 
 from compiler.dialects.tt import PointerType
 from compiler.ir.core import Block, Module, Operation
+from compiler.ir.traits import Terminator
 from compiler.ir.types import FloatType, IntegerType, TensorType
 
 from .interp import control, elementwise, tensor_ops  # noqa: F401  (register semantics)
@@ -64,7 +65,7 @@ class Interpreter:
         """(semantics function, a coercer per result or None) for `op`, cached."""
         plan = self._plans.get(op)
         if plan is None:
-            fn = SEMANTICS.get(op.name)
+            fn = SEMANTICS.get(type(op))
             if fn is None:
                 raise InterpreterError(f"the interpreter has no semantics for {op.name}", op,
                                        self.pid)
@@ -80,7 +81,7 @@ class Interpreter:
         for arg, value in zip(block.args, args):
             env[arg] = value
         for op in block.ops:
-            if not op.regions and "terminator" in op.traits:
+            if not op.regions and op.has_trait(Terminator):
                 return [env[v] for v in op.operands]
             try:
                 fn, types = self._plan(op)
@@ -123,10 +124,8 @@ def find_kernel(module: Module, kernel_name: str | None) -> Operation:
 
 
 def _normalize_grid(grid) -> tuple:
-    dims = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-    if not 1 <= len(dims) <= 3 or any(int(d) < 0 for d in dims):
-        raise InterpreterError(f"the grid must be 1 to 3 non-negative sizes, got {grid!r}")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    from compiler.runtime.grid import grid_dims
+    return grid_dims(grid)
 
 
 def interpret(module: Module, grid, args: list, kernel_name: str | None = None,

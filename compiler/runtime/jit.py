@@ -210,7 +210,8 @@ class JITFunction(KernelInterface):
         self.__globals__ = fn.__globals__
         self.noinline = bool(noinline)
         self.debug = debug
-        self.launch_metadata = launch_metadata  # accepted for Triton compatibility; unused
+        # fn(grid, kernel, args) -> {name, flops*, bytes}: read by the profiler's triton hook
+        self.launch_metadata = launch_metadata
         self.file = fn.__code__.co_filename
         self.line = def_line(fn)
         self.src = _source_from_def(fn)
@@ -363,7 +364,10 @@ class JITFunction(KernelInterface):
         if _recording.ACTIVE:
             _recording.timed_launch(entry, grid, entry.runtime_args(bound), stream,
                                     "interpreter" if interpret else "gpu",
-                                    sources=entry.select(bound))
+                                    sources=entry.select(bound), jit=self, bound=bound)
+        elif _recording.OBSERVERS:
+            _recording.observed_launch(entry, grid, entry.runtime_args(bound), stream,
+                                       "interpreter" if interpret else "gpu", self, bound)
         else:
             entry.launch(grid, entry.runtime_args(bound), stream)
         return entry.kernel

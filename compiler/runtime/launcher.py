@@ -183,17 +183,16 @@ def _check_scalar(kind: str, value, name: str):
 
 
 def check_grid(grid) -> tuple[int, int, int]:
-    """The grid as three non-negative ints; `ArgumentError` for anything else."""
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+    """The grid as three non-negative ints (`compiler.runtime.grid`); `ArgumentError` naming
+    the bad entry and the launch line for anything else."""
+    from .grid import GridError, grid_dims
+    if not isinstance(grid, (tuple, list)):
         raise ArgumentError(f"grid must be a tuple of 1 to 3 ints, not {grid!r}")
-    dims = []
-    for extent in grid:
-        if not hasattr(extent, "__index__") or extent.__index__() < 0 \
-                or extent.__index__() >= 2**31:
-            raise ArgumentError(f"grid must be a tuple of 1 to 3 non-negative ints below 2**31, "
-                                f"not {tuple(grid)!r}")
-        dims.append(extent.__index__())
-    return tuple(dims + [1] * (3 - len(dims)))
+    try:
+        return grid_dims(grid)
+    except GridError as err:
+        raise ArgumentError(f"grid must be a tuple of 1 to 3 non-negative ints below 2**31: "
+                            f"{err}") from None
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,10 @@
 Each launch is also appended to its kernel's `trace.launches` as a `compiler.trace.Launch`
 (grid, backend, time in ms: CUDA events on the GPU, wall time in the interpreter). With no
 recorder active, the jit pays one truthiness test of `ACTIVE` per launch and nothing else.
+
+`OBSERVERS` holds `LaunchObserver`s (the profiler's launch hook): they see each launch begin
+and end, without the recorder's synchronizing CUDA-event timing, and without taking the jit off
+its fast path (the fast launch hands a cache hit to `observed_launch` while one is there).
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from compiler.trace import Launch
 
 #: The recorders now active (innermost last). The jit tests its truthiness on every launch.
 ACTIVE: list = []
+#: The launch observers now active (`LaunchObserver`); tested after a cache hit.
+OBSERVERS: list = []
 
 
 @dataclass
@@ -86,6 +92,48 @@ class Recorder:
         return next((t for t in self.traces if t.kernel_name == name), None)
 
 
+class LaunchInfo:
+    """One launch as a `LaunchObserver` sees it: the jit cache entry, the grid as a tuple, the
+    arguments handed to `entry.launch`, where it runs ("gpu" or "interpreter"), and (when the
+    jit passed them) the JITFunction and all bound arguments in parameter order."""
+
+    __slots__ = ("entry", "grid", "args", "stream", "backend", "jit", "bound")
+
+    def __init__(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
+        self.entry = entry
+        self.grid = _grid_tuple(grid)
+        self.args = args
+        self.stream = stream
+        self.backend = backend
+        self.jit = jit
+        self.bound = bound
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name ("?" when its entry has no trace)."""
+        trace = getattr(self.entry, "trace", None)
+        return trace.kernel_name if trace is not None else getattr(self.jit, "__name__", "?")
+
+    def named_arguments(self) -> dict:
+        """Every bound argument by parameter name (empty when the jit did not pass them)."""
+        if self.jit is None or self.bound is None:
+            return {}
+        return dict(zip(self.jit.arg_names, self.bound))
+
+
+class LaunchObserver:
+    """Something in `OBSERVERS` that sees launches begin and end (the profiler's hook). It gets
+    the launch's parts as they are (`LaunchInfo(...)` bundles them when it needs to)."""
+
+    def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
+        """Called right before the launch; returns a token handed to `launch_end`."""
+        raise NotImplementedError
+
+    def launch_end(self, token) -> None:
+        """Called right after the launch was enqueued (no synchronization)."""
+        raise NotImplementedError
+
+
 @contextmanager
 def record(full_compile: bool = True):
     """Collect every compiled kernel and every launch inside the block; yields the Recorder."""
@@ -115,11 +163,49 @@ def on_trace(trace) -> None:
         recorder.add_trace(trace)
 
 
-def timed_launch(entry, grid, args, stream, backend: str, sources=None):
-    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder.
-    `sources`: the launch's arguments as the caller passed them (arrays, not addresses); each
-    recorder keeps them weakly as the trace's last launch arguments."""
+def observed_launch(entry, grid, args, stream, backend: str, jit=None, bound=None):
+    """Launch `entry` (a jit cache entry) with every `OBSERVERS` entry seeing it begin and end;
+    returns the entry's kernel (what a launch returns). `jit`, `bound`: the JITFunction and all
+    bound arguments, for observers that read them (the profiler's `launch_metadata` hook)."""
+    if len(OBSERVERS) == 1:                  # the usual case, kept short
+        observer = OBSERVERS[0]
+        token = observer.launch_begin(entry, grid, args, stream, backend, jit, bound)
+        try:
+            entry.launch(grid, args, stream)
+        finally:
+            observer.launch_end(token)
+        return entry.kernel
+    _observed((entry, grid, args, stream, backend, jit, bound), entry.launch,
+              (grid, args, stream))
+    return entry.kernel
+
+
+def _observed(launch: tuple, go, go_args) -> None:
+    """`go(*go_args)` between every observer's `launch_begin(*launch)` and `launch_end`."""
+    observers = list(OBSERVERS)
+    tokens = [observer.launch_begin(*launch) for observer in observers]
+    try:
+        go(*go_args)
+    finally:
+        for observer, token in zip(reversed(observers), reversed(tokens)):
+            observer.launch_end(token)
+
+
+def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None, bound=None):
+    """Launch `entry` (a jit cache entry) with timing and record it in every active recorder
+    (and past every observer, see `observed_launch`). `sources`: the launch's arguments as the
+    caller passed them (arrays, not addresses); each recorder keeps them weakly as the trace's
+    last launch arguments."""
     grid = _grid_tuple(grid)
+    record_args = (entry, grid, args, stream, backend, sources)
+    if OBSERVERS:
+        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch, record_args)
+    else:
+        _record_launch(*record_args)
+
+
+def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:
+    """Launch with timing and record the launch in every active Recorder."""
     if backend == "gpu":
         time_ms = _gpu_timed(entry, grid, args, stream)
     else:
@@ -152,6 +238,8 @@ def _gpu_timed(entry, grid, args, stream) -> float:
 
 
 def _grid_tuple(grid) -> tuple:
+    if type(grid) is tuple and all(type(g) is int for g in grid):
+        return grid
     if isinstance(grid, int):
         return (grid,)
     return tuple(int(g) for g in grid)

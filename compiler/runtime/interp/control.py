@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.dialects import scf, tt
+
 from .combine import elementwise, inclusive_scan, tree_reduce
 from .errors import NotVectorizable, OpError
 from .registry import semantics
@@ -26,7 +28,7 @@ def _scalar_int(value) -> int:
     return int(value)
 
 
-@semantics("scf.for")
+@semantics(scf.ForOp)
 def for_(ctx, op, values):
     """Run the body for iv = lb, lb + step, ... < ub (signed), threading the iter_args."""
     lb, ub, step = (_scalar_int(v) for v in values[:3])
@@ -40,7 +42,7 @@ def for_(ctx, op, values):
     return carried
 
 
-@semantics("scf.if")
+@semantics(scf.IfOp)
 def if_(ctx, op, values):
     """Run the then or else region and return what its scf.yield yields."""
     region = op.regions[0] if _scalar_condition(values[0]) else op.regions[1]
@@ -49,7 +51,7 @@ def if_(ctx, op, values):
     return ctx.run_block(region.blocks[0], [])
 
 
-@semantics("scf.while")
+@semantics(scf.WhileOp)
 def while_(ctx, op, values):
     """Run `before`; while its scf.condition is true, run `after` on the forwarded values."""
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
@@ -61,12 +63,12 @@ def while_(ctx, op, values):
         carried = ctx.run_block(after, forwarded)
 
 
-@semantics("tt.call")
+@semantics(tt.CallOp)
 def call(ctx, op, values):
     """Run the callee (a tt.func of this module) in a fresh frame."""
     name = op.attributes["callee"].name
     callee = ctx.module.lookup(name)
-    if callee is None or callee.name != "tt.func":
+    if not isinstance(callee, tt.FuncOp):
         raise OpError(f"calls @{name}, which is not a function of this module")
     return ctx.call(callee, values)
 
@@ -89,13 +91,13 @@ def _region_combine(ctx, op):
     return combine
 
 
-@semantics("tt.reduce")
+@semantics(tt.ReduceOp)
 def reduce_(ctx, op, values):
     """Reduce the operands along `axis` with the combine region (a pairwise tree)."""
     return tree_reduce(values, op.attributes["axis"].value, _region_combine(ctx, op))
 
 
-@semantics("tt.scan")
+@semantics(tt.ScanOp)
 def scan(ctx, op, values):
     """Inclusive scan of the operands along `axis` with the combine region."""
     reverse = op.attributes.get("reverse")

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from compiler.dialects import arith, tt
+from compiler.dialects import math as math_ops
 from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 
 from .errors import OpError
@@ -22,7 +24,7 @@ from .values import (as_signed, as_unsigned, float_to_int, from_bits, bits_of, i
 
 
 # ---- constants ---------------------------------------------------------------------------------
-@semantics("arith.constant")
+@semantics(arith.ConstantOp)
 def constant(ctx, op, values):
     """A scalar or splat constant (splats are read-only broadcast views, never copied)."""
     attr = op.attributes["value"]
@@ -144,8 +146,8 @@ def _int_binary(fn, reading):
 
 
 for _name, (_fn, _reading) in INT_BINARY.items():
-    semantics(f"arith.{_name}")(_int_binary(_fn, _reading))
-semantics("tt.mulhiui")(_int_binary(_mulhi, "unsigned"))
+    semantics(arith.BINARY_OPS[_name])(_int_binary(_fn, _reading))
+semantics(tt.MulhiUIOp)(_int_binary(_mulhi, "unsigned"))
 
 
 # ---- float arithmetic --------------------------------------------------------------------------
@@ -164,9 +166,9 @@ def numpy_op(fn):
 
 
 for _name, _fn in FLOAT_BINARY.items():
-    semantics(f"arith.{_name}")(numpy_op(_fn))
-semantics("tt.precise_divf")(numpy_op(np.divide))
-semantics("arith.negf")(numpy_op(np.negative))
+    semantics(arith.BINARY_OPS[_name])(numpy_op(_fn))
+semantics(tt.PreciseDivFOp)(numpy_op(np.divide))
+semantics(arith.NegFOp)(numpy_op(np.negative))
 
 
 # ---- comparisons and select --------------------------------------------------------------------
@@ -179,7 +181,7 @@ INT_PREDICATES = {
 }
 
 
-@semantics("arith.cmpi")
+@semantics(arith.CmpIOp)
 def cmpi(ctx, op, values):
     """Integer comparison; s* predicates read two's complement, u* read unsigned."""
     fn, reading = INT_PREDICATES[op.attributes["predicate"].value]
@@ -213,13 +215,13 @@ FLOAT_PREDICATES = {
 }
 
 
-@semantics("arith.cmpf")
+@semantics(arith.CmpFOp)
 def cmpf(ctx, op, values):
     """Float comparison; o* predicates are false and u* true when an operand is NaN."""
     return FLOAT_PREDICATES[op.attributes["predicate"].value](values[0], values[1])
 
 
-@semantics("arith.select")
+@semantics(arith.SelectOp)
 def select(ctx, op, values):
     """Elementwise (or scalar-condition) choice between the two operands."""
     cond, a, b = values
@@ -227,25 +229,25 @@ def select(ctx, op, values):
 
 
 # ---- casts -------------------------------------------------------------------------------------
-@semantics("arith.extsi")
+@semantics(arith.CAST_OPS["extsi"])
 def extsi(ctx, op, values):
     """Sign-extend (i1 true becomes -1)."""
     return as_signed(values[0], op.operands[0].type)
 
 
-@semantics("arith.extui")
+@semantics(arith.CAST_OPS["extui"])
 def extui(ctx, op, values):
     """Zero-extend (i1 true becomes 1)."""
     return as_unsigned(values[0], op.operands[0].type)
 
 
-@semantics("arith.trunci")
+@semantics(arith.CAST_OPS["trunci"])
 def trunci(ctx, op, values):
     """Keep the low bits."""
     return wrap_to(values[0], op.results[0].type)
 
 
-@semantics("arith.index_cast")
+@semantics(arith.CAST_OPS["index_cast"])
 def index_cast(ctx, op, values):
     """Sign-extend or truncate to the result width."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -254,37 +256,37 @@ def index_cast(ctx, op, values):
     return wrap_to(values[0], dst)
 
 
-@semantics("arith.sitofp")
+@semantics(arith.CAST_OPS["sitofp"])
 def sitofp(ctx, op, values):
     """Signed integer to float (rounded to nearest in `coerce`)."""
     return np.asarray(as_signed(values[0], op.operands[0].type)).astype(np.float64)
 
 
-@semantics("arith.uitofp")
+@semantics(arith.CAST_OPS["uitofp"])
 def uitofp(ctx, op, values):
     """Unsigned integer to float."""
     return as_unsigned(values[0], op.operands[0].type).astype(np.float64)
 
 
-@semantics("arith.fptosi")
+@semantics(arith.CAST_OPS["fptosi"])
 def fptosi(ctx, op, values):
     """Float to signed integer, truncating and saturating."""
     return float_to_int(values[0], op.results[0].type, signed=True)
 
 
-@semantics("arith.fptoui")
+@semantics(arith.CAST_OPS["fptoui"])
 def fptoui(ctx, op, values):
     """Float to unsigned integer, truncating and saturating."""
     return float_to_int(values[0], op.results[0].type, signed=False)
 
 
-@semantics("arith.extf", "arith.truncf")
+@semantics(arith.CAST_OPS["extf"], arith.CAST_OPS["truncf"])
 def float_cast(ctx, op, values):
     """extf/truncf: numpy's conversions round to nearest even; bf16 rounds in `coerce`."""
     return np.asarray(values[0]).astype(value_dtype(op.results[0].type))
 
 
-@semantics("arith.bitcast", "tt.bitcast")
+@semantics(arith.CAST_OPS["bitcast"], tt.BitcastOp)
 def bitcast(ctx, op, values):
     """Reinterpret the bits (pointer-to-pointer bitcasts keep the address)."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -323,18 +325,18 @@ MATH_UNARY = {
 
 
 for _name, _fn in MATH_UNARY.items():
-    semantics(f"math.{_name}")(numpy_op(_fn))
-semantics("tt.precise_sqrt")(numpy_op(np.sqrt))
+    semantics(math_ops.UNARY_OPS[_name])(numpy_op(_fn))
+semantics(tt.PreciseSqrtOp)(numpy_op(np.sqrt))
 
 
-@semantics("math.absi")
+@semantics(math_ops.AbsIOp)
 def absi(ctx, op, values):
     """|x| with wraparound (abs of the most negative value is itself)."""
     t = op.results[0].type
     return wrap_to(np.abs(np.asarray(as_signed(values[0], t))), t)
 
 
-@semantics("math.fma")
+@semantics(math_ops.FmaOp)
 def fma(ctx, op, values):
     """a * b + c: float64 holds the fp16/bf16/f32 product exactly, so one rounding remains
     (in `coerce`); f64 is computed unfused."""

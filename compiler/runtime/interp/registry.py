@@ -1,4 +1,4 @@
-"""The table from op name to its semantics, filled by the `semantics` decorator.
+"""The table from op class to its semantics, filled by the `semantics` decorator.
 
 A semantics function is called as `fn(ctx, op, values)`: `ctx` is the running `Interpreter`
 (memory, program id, region execution), `op` the operation and `values` its operands' current
@@ -8,13 +8,19 @@ from __future__ import annotations
 
 from typing import Callable
 
-SEMANTICS: dict[str, Callable] = {}
+from compiler.ir.core import Operation
+
+SEMANTICS: dict[type[Operation], Callable] = {}
 
 
-def semantics(*names: str):
-    """Register the decorated function as the semantics of the ops called `names`."""
+def semantics(*op_classes: type[Operation]):
+    """Register the decorated function as the semantics of the ops of `op_classes`."""
+    for cls in op_classes:
+        if not (isinstance(cls, type) and issubclass(cls, Operation)):
+            raise TypeError(f"semantics() takes op classes, got {cls!r}")
+
     def register(fn: Callable) -> Callable:
-        for name in names:
-            SEMANTICS[name] = fn
+        for cls in op_classes:
+            SEMANTICS[cls] = fn
         return fn
     return register

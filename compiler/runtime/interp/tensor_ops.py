@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from compiler.dialects import tt, ttg
 from compiler.ir.types import TensorType
 
 from .errors import KernelAssertionError
@@ -20,58 +21,58 @@ from .values import as_unsigned, bits_of, byte_size, value_dtype
 
 
 # ---- program ids and ranges --------------------------------------------------------------------
-@semantics("tt.get_program_id")
+@semantics(tt.GetProgramIdOp)
 def get_program_id(ctx, op, values):
     """This program's index along the axis, as i32."""
     return np.int32(ctx.pid[op.attributes["axis"].value])
 
 
-@semantics("tt.get_num_programs")
+@semantics(tt.GetNumProgramsOp)
 def get_num_programs(ctx, op, values):
     """The grid size along the axis, as i32."""
     return np.int32(ctx.grid[op.attributes["axis"].value])
 
 
-@semantics("tt.make_range")
+@semantics(tt.MakeRangeOp)
 def make_range(ctx, op, values):
     """The i32 range [start, end)."""
     return np.arange(op.attributes["start"].value, op.attributes["end"].value, dtype=np.int32)
 
 
 # ---- shapes ------------------------------------------------------------------------------------
-@semantics("tt.splat")
+@semantics(tt.SplatOp)
 def splat(ctx, op, values):
     """A read-only broadcast view of the scalar (copy-free)."""
     t = op.results[0].type
     return np.broadcast_to(np.asarray(values[0], dtype=value_dtype(t)), t.shape)
 
 
-@semantics("tt.broadcast")
+@semantics(tt.BroadcastOp)
 def broadcast(ctx, op, values):
     """Broadcast size-1 dims to the result shape (a read-only view)."""
     return np.broadcast_to(values[0], op.results[0].type.shape)
 
 
-@semantics("tt.expand_dims")
+@semantics(tt.ExpandDimsOp)
 def expand_dims(ctx, op, values):
     """Insert a size-1 dim at `axis`."""
     return np.expand_dims(values[0], op.attributes["axis"].value)
 
 
-@semantics("tt.reshape")
+@semantics(tt.ReshapeOp)
 def reshape(ctx, op, values):
     """Row-major reshape to the result shape."""
     return np.reshape(values[0], op.results[0].type.shape)
 
 
-@semantics("tt.trans")
+@semantics(tt.TransOp)
 def trans(ctx, op, values):
     """Permute the dims by `order`."""
     return np.transpose(values[0], op.attributes["order"].values)
 
 
 # ---- pointers ----------------------------------------------------------------------------------
-@semantics("tt.addptr")
+@semantics(tt.AddPtrOp)
 def addptr(ctx, op, values):
     """pointer + offset * sizeof(pointee); offsets are signed (i32 offsets sign-extend)."""
     ptr, offset = values
@@ -79,13 +80,13 @@ def addptr(ctx, op, values):
     return ptr + np.asarray(offset).astype(np.int64) * np.int64(size)
 
 
-@semantics("tt.int_to_ptr")
+@semantics(tt.IntToPtrOp)
 def int_to_ptr(ctx, op, values):
     """An integer as a byte address."""
     return np.asarray(values[0]).astype(np.int64)
 
 
-@semantics("tt.ptr_to_int")
+@semantics(tt.PtrToIntOp)
 def ptr_to_int(ctx, op, values):
     """A byte address as an integer of the result width (wrapping)."""
     return np.asarray(values[0]).astype(value_dtype(op.results[0].type))
@@ -96,7 +97,7 @@ def _pointee(op):
     return op.operands[0].type.scalar.pointee
 
 
-@semantics("tt.load")
+@semantics(tt.LoadOp)
 def load(ctx, op, values):
     """Masked-off lanes take `other` (0 when there is none)."""
     ptr = values[0]
@@ -107,14 +108,14 @@ def load(ctx, op, values):
     return loaded
 
 
-@semantics("tt.store")
+@semantics(tt.StoreOp)
 def store(ctx, op, values):
     """Write the values where the mask (if any) is true."""
     mask = values[2] if len(values) > 2 else None
     ctx.memory.store(values[0], values[1], mask, _pointee(op))
 
 
-@semantics("tt.atomic_rmw")
+@semantics(tt.AtomicRMWOp)
 def atomic_rmw(ctx, op, values):
     """Sequential per-lane read-modify-write; returns the old values (0 in masked-off lanes)."""
     ptr, val = values[0], values[1]
@@ -125,7 +126,7 @@ def atomic_rmw(ctx, op, values):
     return ctx.memory.atomic(ptr, mask, elem, update)
 
 
-@semantics("tt.atomic_cas")
+@semantics(tt.AtomicCASOp)
 def atomic_cas(ctx, op, values):
     """Compare-and-swap on the bit patterns; returns the old values."""
     ptr, cmp, val = values
@@ -137,7 +138,7 @@ def atomic_cas(ctx, op, values):
 
 
 # ---- dot ---------------------------------------------------------------------------------------
-@semantics("tt.dot")
+@semantics(tt.DotOp)
 def dot(ctx, op, values):
     """a @ b + acc, accumulating fp16/bf16 products in fp32 and integer products in the
     accumulator's width. fp32 inputs are multiplied in full fp32 (tf32 is not emulated)."""
@@ -166,7 +167,7 @@ def _format_value(value, t, hex_: bool, signed: bool) -> str:
     return str(int(as_unsigned(np.asarray(value), t)))
 
 
-@semantics("tt.print")
+@semantics(tt.PrintOp)
 def print_(ctx, op, values):
     """`pid (x, y, z) idx (i, j)<prefix><value>`, one line per element, like device_print."""
     prefix = op.attributes["prefix"].value if "prefix" in op.attributes else ""
@@ -195,7 +196,7 @@ def print_(ctx, op, values):
     return None
 
 
-@semantics("tt.assert")
+@semantics(tt.AssertOp)
 def assert_(ctx, op, values):
     """Fail with the message when any element of the condition is false."""
     cond = np.asarray(values[0])
@@ -218,13 +219,13 @@ class SharedBuffer:
         self.data = np.array(data)
 
 
-@semantics("ttg.convert_layout")
+@semantics(ttg.ConvertLayoutOp)
 def convert_layout(ctx, op, values):
     """Layouts do not change values: the identity."""
     return values[0]
 
 
-@semantics("ttg.local_alloc")
+@semantics(ttg.LocalAllocOp)
 def local_alloc(ctx, op, values):
     """A shared-memory buffer, initialised from the operand when there is one."""
     if values:
@@ -233,26 +234,26 @@ def local_alloc(ctx, op, values):
     return SharedBuffer(np.zeros(t.shape, dtype=value_dtype(t.element)))
 
 
-@semantics("ttg.local_load")
+@semantics(ttg.LocalLoadOp)
 def local_load(ctx, op, values):
     """The buffer's current values."""
     return values[0].data.copy()
 
 
-@semantics("ttg.local_store")
+@semantics(ttg.LocalStoreOp)
 def local_store(ctx, op, values):
     """Overwrite the buffer with the operand."""
     values[1].data[...] = values[0]
 
 
-@semantics("ttg.local_dealloc", "gpu.barrier")
+@semantics(ttg.LocalDeallocOp, ttg.BarrierOp)
 def no_effect(ctx, op, values):
     """Deallocation and barriers change no values in a sequential run."""
     return None
 
 
 # ---- the `pipeline` pass's ops: copies land at once in a sequential run ------------------------
-@semantics("ttg.memdesc_index")
+@semantics(ttg.MemDescIndexOp)
 def memdesc_index(ctx, op, values):
     """Slice `i` of a multi-buffered allocation, sharing its storage."""
     view = SharedBuffer.__new__(SharedBuffer)
@@ -260,7 +261,7 @@ def memdesc_index(ctx, op, values):
     return view
 
 
-@semantics("ttg.async_copy_global_to_local")
+@semantics(ttg.AsyncCopyGlobalToLocalOp)
 def async_copy_global_to_local(ctx, op, values):
     """Copy global memory into the buffer now; masked-off elements become 0 (zero-fill)."""
     ptr, buf = values[0], values[1]
@@ -270,7 +271,7 @@ def async_copy_global_to_local(ctx, op, values):
     buf.data[...] = loaded if mask is None else np.where(mask, loaded, 0)
 
 
-@semantics("ttg.async_commit_group", "ttg.async_wait")
+@semantics(ttg.AsyncCommitGroupOp, ttg.AsyncWaitOp)
 def async_group(ctx, op, values):
     """Copy groups need no bookkeeping when copies complete at once."""
     return None

@@ -1,0 +1,122 @@
+"""The profiler's launch hook: where each launch of ours goes, and its timing around it.
+
+`LaunchHook` is the `recording.LaunchObserver` the profiler puts in `recording.OBSERVERS` while a
+session is active. For each launch it builds the `Site` (per active session the path of the
+launch in that session's context, the kernel's node named by its specialization, and with
+`hook="triton"` the kernel's `launch_metadata(grid, kernel, args)` result: `name` renames the
+node, `flops8/16/32/64`, `bytes` and other numbers become its metrics). Interpreter launches
+are timed by the host wall clock around the launch (`data.WALL_TIME`); GPU launches by the
+session's timer, which does not synchronize.
+"""
+from __future__ import annotations
+
+from numbers import Number
+
+from compiler.profiler.data import WALL_TIME
+from compiler.profiler.state import STATE, Site, active_sessions, now_ns, path_for
+from compiler.runtime.recording import LaunchInfo, LaunchObserver
+
+
+def specialization_label(launch: LaunchInfo) -> str:
+    """`name [types and constants]`: the node name of one specialization of our kernel."""
+    spec = getattr(launch.entry, "spec", None)
+    if spec is None:
+        return launch.kernel_name
+    parts = [str(t) for t in spec.signature.values()]
+    parts += [f"{k}={v!r}" for k, v in spec.constexprs.items()]
+    return f"{launch.kernel_name} [{', '.join(parts)}]"
+
+
+def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
+    """The kernel's `launch_metadata(grid, kernel, args)` result as (name or None, numeric
+    metrics); as in Triton, `grid` has three dims and `args` holds every argument by name."""
+    metadata_fn = getattr(launch.jit, "launch_metadata", None)
+    if metadata_fn is None:
+        return None, {}
+    grid = launch.grid + (1,) * (3 - len(launch.grid))      # Triton passes three dims
+    result = metadata_fn(grid, launch.entry.kernel, launch.named_arguments()) or {}
+    if not isinstance(result, dict):
+        raise TypeError(f"launch_metadata of {launch.kernel_name} returned "
+                        f"{type(result).__name__}; it must return a dict such as "
+                        f"{{'name': ..., 'flops16': ..., 'bytes': ...}}")
+    name = result.get("name")
+    metrics = {k: v for k, v in result.items()
+               if k != "name" and isinstance(v, Number) and not isinstance(v, bool)}
+    return (str(name) if name is not None else None), metrics
+
+
+class LaunchHook(LaunchObserver):
+    """See the module doc. A GPU launch runs a *plan* (`timer.plan(site, name)`: what to do
+    right before and after it), made once per specialization and state of the sessions and
+    scopes (`STATE.version`) unless the site depends on the launch itself (the python
+    context's call stack, the triton hook's `launch_metadata`)."""
+
+    def __init__(self):
+        self._labels = {}             # jit cache entry -> (label, attributes)
+        self._plans = {}              # jit cache entry -> (begin, end), for `_plans_version`
+        self._plans_version = -1
+        self._state = None            # (version, sessions, any python context, any hook)
+
+    def _label(self, launch: LaunchInfo) -> tuple:
+        """The entry's node name and attributes (made once per specialization)."""
+        known = self._labels.get(launch.entry)
+        if known is None:
+            label = specialization_label(launch)
+            attributes = (("kernel", launch.kernel_name), ("specialization", label)) \
+                if getattr(launch.entry, "spec", None) is not None else ()
+            known = self._labels[launch.entry] = (label, attributes)
+        return known
+
+    def _sessions(self) -> tuple:
+        state = self._state
+        if state is None or state[0] != STATE.version:
+            sessions = active_sessions()
+            state = self._state = (STATE.version, sessions,
+                                   any(s.context == "python" for s in sessions),
+                                   any(s.hook == "triton" for s in sessions))
+        return state
+
+    def site_of(self, launch: LaunchInfo) -> tuple[Site, bool]:
+        """Where this launch goes in every active session, and whether the same site holds
+        for every launch of its specialization until the sessions or scopes change."""
+        _, sessions, python, hooked = self._sessions()
+        hooked = hooked and getattr(launch.jit, "launch_metadata", None) is not None
+        leaf, attributes = self._label(launch)
+        metrics = {}
+        if hooked:
+            name, metrics = hook_metrics(launch)
+            leaf = name or leaf
+        site = Site(tuple((s, path_for(s)) for s in sessions), leaf, tuple(metrics.items()),
+                    attributes)
+        return site, not (python or hooked)
+
+    def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
+        """Start the launch's plan (GPU) or its wall clock (interpreter, or no GPU timer)."""
+        timer = STATE.timer
+        if backend == "gpu" and timer is not None:
+            plan = self._plans.get(entry) if self._plans_version == STATE.version else None
+            if plan is None:
+                plan = self._plan(LaunchInfo(entry, grid, args, stream, backend, jit, bound),
+                                  timer)
+            return plan[1], plan[0](stream)
+        launch = LaunchInfo(entry, grid, args, stream, backend, jit, bound)
+        return self._wall_end, (self.site_of(launch)[0], launch.kernel_name, now_ns())
+
+    def launch_end(self, token) -> None:
+        """Finish what `launch_begin` started (a GPU launch's time comes at flush)."""
+        end, started = token
+        end(started)
+
+    @staticmethod
+    def _wall_end(started) -> None:
+        site, name, start = started
+        site.deliver(name, WALL_TIME, start, now_ns(), "interpreter")
+
+    def _plan(self, launch: LaunchInfo, timer) -> tuple:
+        site, cacheable = self.site_of(launch)
+        plan = timer.plan(site, launch.kernel_name)
+        if cacheable:
+            if self._plans_version != STATE.version:
+                self._plans, self._plans_version = {}, STATE.version
+            self._plans[launch.entry] = plan
+        return plan
