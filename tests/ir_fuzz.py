@@ -96,6 +96,12 @@ def change_op_name(rng, text):
                           lambda m: rng.choice(names + ["tt.nothing", "foo.bar"]))
 
 
+def change_predicate(rng, text):
+    return _replace_match(rng, text, r"\b(arith\.cmp[if]) (\w+),",
+                          lambda m: f"{m.group(1)} " + rng.choice(
+                              ["slt", "ult", "oeq", "une", "true", "bogus", "x"]) + ",")
+
+
 def drop_encoding_field(rng, text):
     return _replace_match(rng, text, r"(%s) = (\[[^\]]*\]|#?\w+)(, )?" % "|".join(FIELDS), "")
 
@@ -141,7 +147,7 @@ def huge_number(rng, text):
 
 
 MUTATIONS = [delete_line, duplicate_line, swap_lines, change_type, change_shape,
-             change_ssa_name, change_number, change_attribute, change_op_name,
+             change_ssa_name, change_number, change_attribute, change_predicate, change_op_name,
              drop_encoding_field, truncate, deep_nesting, loc_alias_chain, insert_unicode,
              huge_number]
 
