@@ -81,6 +81,7 @@ LOC_ALIAS = re.compile(r"#loc\d*")
 DIALECT_TYPE = re.compile(r"![A-Za-z_][A-Za-z0-9_.]*")
 BUILTIN_SCALAR = re.compile(r"(i\d+|bf16|f16|f32|f64|f8E4M3FN|f8E5M2)\b")
 DIM = re.compile(r"(\d+)x")
+WHITESPACE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
 STRING_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -116,16 +117,8 @@ class Parser:
         return ParseError(message, self.text, self.pos if pos is None else pos, self.source_name)
 
     def skip_ws(self) -> None:
-        text, n = self.text, len(self.text)
-        while self.pos < n:
-            c = text[self.pos]
-            if c in " \t\r\n":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = n if end < 0 else end
-            else:
-                break
+        """Move past blanks and `//` comments."""
+        self.pos = WHITESPACE.match(self.text, self.pos).end()
 
     def at(self, s: str) -> bool:
         self.skip_ws()
