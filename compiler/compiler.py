@@ -1,129 +1,31 @@
 """The compile driver: a kernel's source through the backend's ordered stages, traced.
 
 `compile(src, options, pipelines)` takes an `ASTSource` (a jit function with its
-specialization) or a path to a `.ttir`/`.ttgir` file, runs the stages in order
-(ttir -> ttgir -> llir -> ptx -> cubin [-> sass]) and returns a `CompiledKernel` whose `.asm`
-holds every stage's text and whose `.trace` is the `CompileTrace` the explorer reads. Each stage
-is a named function `(state) -> None` that reads the previous stage's output from the state and
-writes its own; a stage may be replaced by a file (`TILE_OVERRIDE_DIR`), and compilation may
-start from a stage's file.
+specialization) or a path to a `.ttir`/`.ttgir` file, reads the options once into the frozen
+`CompileOptions`, runs the backend's stages in order (ttir -> ttgir -> llir -> ptx -> cubin
+[-> sass], listed by the backend's `add_stages`) over a `CompileState`, and returns a
+`CompiledKernel` whose `.asm` holds every stage's text, `.metadata` the kernel's
+`KernelMetadata` and `.trace` the `CompileTrace` the explorer reads. A stage may be replaced by
+a file (`override_dir`), and compilation may start from a stage's file. The stages, their
+state and the options live below this module (`compiler.codegen.nvidia_stages`,
+`compiler.stage_state`), the disk-cache lookup in the runtime (`runtime.cache.compile_cached`);
+this module only orders and times the stages and dumps the trace.
 """
 from __future__ import annotations
 
-import difflib
-import os
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from compiler.codegen.backend import checked_value
-from compiler.codegen.nvidia_backend import DEFAULT_ARCH, NvidiaOptions
+from compiler.dialects.tt import FuncOp
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
-from compiler.ir.printer import print_module, print_module_with_lines
+from compiler.ir.printer import print_module
 from compiler.ir.verifier import verify_module
+from compiler.stage_state import (BACKEND, DRIVER_KEY_OPTIONS, CompileOptions,  # noqa: F401
+                                  CompileState, KernelMetadata, backend_for)
 from compiler.trace import CompileTrace
-
-#: The backend the driver compiles for (its options class is `CompileOptions`' base).
-BACKEND = "nvidia"
-#: The driver's own options that change the generated artifacts (part of the cache key).
-DRIVER_KEY_OPTIONS = ("pipelines", "build_cubin", "build_sass")
-
-
-@dataclass(frozen=True)
-class CompileOptions(NvidiaOptions):
-    """Everything that changes what a compile produces. The target and code-generation options
-    (num_warps, num_stages, num_ctas, arch, maxnreg, debug, enable_fp_fusion, ptx_version,
-    default_dot_input_precision, warp_size, line_info) and their checks are the backend's
-    (`NvidiaOptions`, the base class); the fields below are the driver's own."""
-
-    pipelines: dict = field(default_factory=dict)      # stage -> pipeline string
-    snapshots: bool = True
-    verify_each: bool = True
-    build_cubin: bool = True
-    build_sass: bool = True
-    override_dir: str | None = None
-    dump_dir: str | None = None
-
-    @classmethod
-    def backend_option_names(cls) -> tuple[str, ...]:
-        """The names the backend's options class owns (validated by its `parse_options`)."""
-        return tuple(f.name for f in fields(NvidiaOptions))
-
-    @classmethod
-    def driver_option_names(cls) -> tuple[str, ...]:
-        """The names the compile driver owns (stage pipelines, tracing, outputs, folders)."""
-        backend = set(cls.backend_option_names())
-        return tuple(f.name for f in fields(cls) if f.name not in backend)
-
-    @classmethod
-    def from_env(cls, base: dict | None = None, environ=None) -> "CompileOptions":
-        """Options from keyword arguments, then the TILE_* variables (read here, at the edge).
-        The backend parses and checks its options; unknown names and bad values raise
-        `ValueError` naming the option and what is allowed."""
-        from compiler.passes.manager import pipeline_from_env
-        environ = os.environ if environ is None else environ
-        values = dict(base or {})
-        values["pipelines"] = pipeline_from_env(environ, values.pop("pipelines", None)).pipelines
-        if "TILE_OVERRIDE_DIR" in environ and not values.get("override_dir"):
-            values["override_dir"] = environ["TILE_OVERRIDE_DIR"]
-        if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
-            values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ValueError(f"unknown compile option(s) {', '.join(unknown)}{hint}; known: "
-                             + ", ".join(sorted(known)))
-        driver_names = set(cls.driver_option_names())
-        backend = _backend()
-        parsed = backend.parse_options({k: v for k, v in values.items()
-                                        if k not in driver_names})
-        driver = {k: checked_value(known[k], v, backend.name) for k, v in values.items()
-                  if k in driver_names}
-        return cls.with_backend_options(parsed, **driver)
-
-    @classmethod
-    def with_backend_options(cls, backend_options: NvidiaOptions, **driver) -> "CompileOptions":
-        """Compile options holding the (already parsed) backend options plus driver options."""
-        return cls(**{name: getattr(backend_options, name)
-                      for name in cls.backend_option_names()}, **driver)
-
-    @property
-    def backend_options(self) -> NvidiaOptions:
-        """The backend's part of these options, as its own options object (for `add_stages`)."""
-        return NvidiaOptions(**{name: getattr(self, name) for name in self.backend_option_names()})
-
-    def key_parts(self) -> dict:
-        """The options that change generated code (what the disk cache key includes): every
-        backend option and the driver's `DRIVER_KEY_OPTIONS`."""
-        names = self.backend_option_names() + DRIVER_KEY_OPTIONS
-        return {name: getattr(self, name) for name in names}
-
-
-def _backend(arch: int | None = None):
-    """The backend object for `arch` (default: the backend's default architecture, so an
-    option set without `arch` compiles for it whatever GPU is present)."""
-    from compiler.codegen.backend import GPUTarget, get_backend
-    return get_backend(BACKEND, GPUTarget(BACKEND, DEFAULT_ARCH if arch is None else arch, 32))
-
-
-@dataclass
-class CompileState:
-    """What the stages pass along: the modules and texts made so far, and the trace."""
-
-    name: str
-    options: CompileOptions
-    trace: CompileTrace
-    ttir: Module | None = None
-    ttgir: Module | None = None
-    llir: str | None = None
-    ptx: str | None = None
-    cubin: bytes | None = None
-    metadata: dict = field(default_factory=dict)
-
 
 class CompiledKernel:
     """A compiled specialization: every stage's text (`asm`), metadata, trace, and `launch`."""
@@ -134,7 +36,7 @@ class CompiledKernel:
         self.asm: dict[str, Any] = dict(state.trace.stages)
         if state.cubin is not None:
             self.asm["cubin"] = state.cubin
-        self.metadata = dict(state.metadata)
+        self.metadata: KernelMetadata | None = state.metadata   # None before the ttgir stage
         if state.ttir is not None:
             self.ttir_module = state.ttir
         if state.ttgir is not None:
@@ -150,7 +52,7 @@ class CompiledKernel:
         trace = CompileTrace.from_json(entry.text(TRACE_FILE))
         state = CompileState(name=trace.kernel_name, options=options, trace=trace)
         state.cubin = stages_from_entry(entry).get("cubin")
-        state.metadata = dict(entry.metadata)
+        state.metadata = KernelMetadata.from_dict({"name": trace.kernel_name, **entry.metadata})
         kernel = cls(state)
         kernel.from_disk_cache = True
         return kernel
@@ -166,11 +68,14 @@ class CompiledKernel:
 
     @property
     def num_warps(self) -> int:
-        return self.options.num_warps
+        """The kernel's warps: its metadata's (the ttgir module's), else the option's (a
+        kernel compiled only to ttir)."""
+        return self.metadata.num_warps if self.metadata is not None else self.options.num_warps
 
     @property
     def shared(self) -> int:
-        return int(self.metadata.get("shared", 0))
+        """Dynamic shared memory bytes the kernel needs (0 before the ttgir stage)."""
+        return self.metadata.shared if self.metadata is not None else 0
 
     def launcher(self):
         """The GPU launcher for this kernel, built (module loaded) on first use."""
@@ -184,78 +89,11 @@ class CompiledKernel:
         self.launcher().launch(grid, args, stream)
 
 
-# ---- stages -------------------------------------------------------------------------------------
-def _run_pipeline(state: CompileState, stage: str, module: Module, extra: dict) -> Module:
-    from compiler.passes.instrumentation import TraceInstrumentation
-    from compiler.passes.manager import DEFAULT_PIPELINES, PassManager
-    from compiler.passes.requirements import check_pipeline, properties_of
-    pipeline = state.options.pipelines.get(stage, DEFAULT_PIPELINES.get(stage, ""))
-    inst = TraceInstrumentation(state.trace, snapshots=state.options.snapshots,
-                                verify_each=state.options.verify_each)
-    manager = PassManager(stage, pipeline, [inst])
-    check_pipeline(manager.passes, stage, given=properties_of(module))   # before any pass runs
-    for pass_ in manager.passes:     # the launch's values, where the pipeline gave none
-        pass_.set_default_option("num-warps", state.options.num_warps)
-        pass_.set_default_option("target", f"cuda:{state.options.arch}")
-    ctx = {"num_warps": state.options.num_warps, "arch": state.options.arch,
-           "num_stages": state.options.num_stages, **extra}
-    return manager.run(module, ctx)
-
-
-def override_text(state: CompileState, stage: str) -> str | None:
-    """The text of a stage replaced by a file from the override folder, noted in the trace."""
-    from compiler.dump import find_override, read_override
-    path = find_override(state.name, stage, state.options.override_dir)
-    if path is None:
-        return None
-    state.trace.overrides[stage] = str(path)
-    return read_override(path, stage)
-
-
-def stage_ttir(state: CompileState) -> None:
-    """ttir: run the ttir pipeline over the front end's module (or an override file)."""
-    text = override_text(state, "ttir")
-    module = parse_module(text, f"{state.name}.ttir") if text is not None else state.ttir
-    state.ttir = _run_pipeline(state, "ttir", module, {})
-    _record_stage_text(state, "ttir", state.ttir)
-
-
-def stage_ttgir(state: CompileState) -> None:
-    """ttgir: assign layouts and optimize them (convert-triton-to-tritongpu onwards)."""
-    text = override_text(state, "ttgir")
-    if text is not None:
-        state.ttgir = parse_module(text, f"{state.name}.ttgir")
-        verify_module(state.ttgir)
-    else:
-        ttgir_input = state.ttir.clone()
-        state.ttgir = _run_pipeline(state, "ttgir", ttgir_input, {})
-    _record_stage_text(state, "ttgir", state.ttgir)
-    state.metadata["shared"] = _module_int_attr(state.ttgir, "ttg.shared")
-    state.metadata["num_warps"] = _module_int_attr(state.ttgir, "ttg.num-warps") or \
-        state.options.num_warps
-
-
-def _record_stage_text(state: CompileState, stage: str, module: Module) -> None:
-    """Keep the stage's text, and map each Python source line to the stage's op lines."""
-    text, op_lines = print_module_with_lines(module)
-    state.trace.stages[stage] = text
-    for op in module.walk():
-        position = op.loc.file_line_col()
-        if position is None or id(op) not in op_lines:
-            continue
-        lines = state.trace.python_to_ops.setdefault(str(position.line), {})
-        lines.setdefault(stage, []).append(op_lines[id(op)])
-
-
-def _module_int_attr(module: Module, key: str) -> int:
-    attr = module.attributes.get(key)
-    return int(attr.value) if attr is not None else 0
-
-
 # ---- entry points -------------------------------------------------------------------------------
 def compile(src, options: dict | CompileOptions | None = None, pipelines: dict | None = None,
             stop_after: str | None = None) -> CompiledKernel:
-    """Compile `src` (an ASTSource, or a path to a .ttir/.ttgir file) through every stage."""
+    """Compile `src` through every stage (up to `stop_after`): an ASTSource, a path to a
+    .ttir/.ttgir file, or a parsed ttir/ttgir `Module` (ttgir when it has ttg.num-warps)."""
     if isinstance(options, CompileOptions):
         opts = options
         if pipelines:
@@ -267,6 +105,10 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         opts = CompileOptions.from_env(base)
     if isinstance(src, (str, Path)):
         kernel = _compile_uncached(*_state_from_file(Path(src), opts), stop_after)
+    elif isinstance(src, Module):
+        stage = "ttgir" if "ttg.num-warps" in src.attributes else "ttir"
+        kernel = _compile_uncached(*_state_from_module(src, stage, opts, f"<{stage} module>"),
+                                   stop_after)
     elif stop_after is not None or opts.override_dir or not hasattr(src, "hash"):
         kernel = _compile_uncached(_state_from_source(src, opts), "ttir", stop_after)
     else:
@@ -278,27 +120,18 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
 
 
 def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
-    """Look the specialization up in the disk cache; compile and store it on a miss."""
-    from compiler.runtime.cache import CacheOptions, KernelCache, cache_key, stage_files
-    cache = KernelCache(CacheOptions.from_env())
-    key = cache_key(source_hash=src.hash(), specialization=None, options=opts.key_parts(),
-                    target=f"cuda:{opts.arch}")
-    entry = None if cache.options.always_compile else cache.get(key)
-    if entry is not None:
-        try:
-            return CompiledKernel.from_cache(entry, opts)
-        except Exception as exc:        # whole on disk, but not loadable by this compiler
-            cache.reject(entry, f"cannot be loaded: {type(exc).__name__}: {exc}")
-    kernel = _compile_uncached(_state_from_source(src, opts), "ttir", None)
-    cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)), kernel.metadata)
-    return kernel
+    """The runtime's disk cache looks the specialization up; a miss compiles here."""
+    from compiler.runtime.cache import compile_cached
+    return compile_cached(src.hash(), opts,
+                          lambda: _compile_uncached(_state_from_source(src, opts), "ttir", None),
+                          CompiledKernel.from_cache)
 
 
 def backend_stages(options: CompileOptions) -> dict:
     """The ordered stage functions of the backend for the options' target (NVIDIA here: the
     common ttir and ttgir stages, then its own llir, ptx, cubin and sass)."""
     stages: dict = {}
-    backend = _backend(options.arch)
+    backend = backend_for(options.arch)
     backend.add_stages(stages, options.backend_options)
     return stages
 
@@ -342,7 +175,7 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
     module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
-                           {"num_warps": opts.num_warps})
+                           opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 
@@ -361,22 +194,26 @@ def _state_from_file(path: Path, opts: CompileOptions) -> tuple[CompileState, st
         raise ValueError(f"{path}: compilation can start from a .ttir or .ttgir file, "
                          f"not '{path.suffix}'")
     module = parse_module(path.read_text(), str(path))
+    return _state_from_module(module, stage, opts, str(path), fallback_name=path.stem)
+
+
+def _state_from_module(module: Module, stage: str, opts: CompileOptions, source_file: str,
+                       fallback_name: str = "kernel") -> tuple[CompileState, str]:
+    """The state of a compile that starts from a ttir or ttgir module (verified here)."""
     verify_module(module)
-    funcs = [op for op in module.ops if op.name == "tt.func"
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)
              and getattr(op.attributes.get("sym_visibility"), "value", "public") == "public"]
-    name = funcs[0].attributes["sym_name"].value if funcs else path.stem
-    if stage == "ttgir":
-        warps = _module_int_attr(module, "ttg.num-warps")
-        if warps:
-            opts = replace(opts, num_warps=warps)
-    trace = CompileTrace(kernel_name=name, source_file=str(path))
-    trace.overrides[stage] = str(path)
+    name = funcs[0].attributes["sym_name"].value if funcs else fallback_name
+    metadata = KernelMetadata.from_ttgir(module, name) if stage == "ttgir" else None
+    if metadata is not None:        # the module's facts win over the options' defaults
+        opts = replace(opts, num_warps=metadata.num_warps)
+    trace = CompileTrace(kernel_name=name, source_file=source_file)
+    trace.overrides[stage] = source_file
     state = CompileState(name=name, options=opts, trace=trace)
     if stage == "ttir":
         state.ttir = module
         return state, "ttir"
     state.ttgir = module
     trace.stages["ttgir"] = print_module(module)
-    state.metadata["shared"] = _module_int_attr(module, "ttg.shared")
-    state.metadata["num_warps"] = opts.num_warps
+    state.metadata = metadata
     return state, "llir"

@@ -3,5 +3,5 @@
 `lowering.lower_module` walks a ttgir module and calls one lowering function per op (registered
 with `registry.lowers`, grouped by op family in the `lower_*` modules); `ptx.llvm_to_ptx`,
 `cubin.assemble` and `sass.disassemble` are the later stages; `linemap` maps PTX back to ttgir
-lines; `compile.compile_ttgir` runs them all.
+lines; `nvidia_stages` lists every stage in order (the backend hands them to the driver).
 """

@@ -1,9 +1,10 @@
 """The backend interface: what a compilation target provides, independent of any vendor.
 
-A backend object owns three things (as Triton's `BaseBackend` does): parsing and validating the
-compile options for its target, the ordered list of stages that turn a kernel into a loadable
-binary (`add_stages` fills a dict of name -> stage callable, in order), and loading that binary
-onto a device (`load_binary`). Backends register themselves with `@register_backend`; the
+A backend object owns two things (as Triton's `BaseBackend` does): parsing and validating the
+compile options for its target, and the ordered list of stages that turn a kernel into a
+loadable binary (`add_stages` fills a dict of name -> stage callable, in order). Loading that
+binary and querying the device belong to the runtime's driver (`compiler.runtime.driver`), as
+Triton keeps its backend compiler apart from its driver. Backends register themselves with `@register_backend`; the
 modules `compiler/codegen/*_backend.py` are imported on first lookup, so adding a target is one
 new module. Nothing here names a vendor, an ISA or a driver.
 """
@@ -51,25 +52,9 @@ class BackendOptions:
     enable_fp_fusion: bool = True
 
 
-@dataclass
-class LoadedKernel:
-    """A kernel loaded onto a device: the backend's module and function handles plus the
-    resource facts its loader reports."""
-
-    name: str
-    module: Any
-    function: Any
-    shared: int
-    device: int = 0
-    num_regs: int = 0
-    local_bytes: int = 0          # per-thread local memory (spills, stack)
-    max_threads: int = 0
-    notes: tuple = ()             # e.g. "the driver compiled the kernel at load time"
-
-
 class BaseBackend(ABC):
     """A compilation target. Subclasses set `name`, `options_class` and `binary_ext`, and
-    implement `default_target`, `add_stages` and `load_binary`."""
+    implement `default_target` and `add_stages`."""
 
     name: ClassVar[str] = ""
     options_class: ClassVar[type] = BackendOptions
@@ -86,13 +71,8 @@ class BaseBackend(ABC):
     @classmethod
     @abstractmethod
     def default_target(cls, requested: Any = None) -> GPUTarget:
-        """The target to compile for: `requested` when given, else the present device's,
-        else the backend's default."""
-
-    @classmethod
-    def is_available(cls) -> bool:
-        """Whether a device of this backend can run kernels here (not needed to compile)."""
-        return False
+        """The target to compile for: `requested` when given, else the backend's default
+        (the runtime's driver says what the present device is)."""
 
     def get_target(self) -> GPUTarget:
         """The target this backend object compiles for."""
@@ -130,12 +110,6 @@ class BaseBackend(ABC):
     @abstractmethod
     def add_stages(self, stages: dict[str, StageFn], options) -> None:
         """Fill `stages` with name -> stage callable, in compilation order."""
-
-    @abstractmethod
-    def load_binary(self, name: str, binary: bytes | str, shared: int,
-                    device: int = 0) -> LoadedKernel:
-        """Load a compiled kernel `name` onto `device`, allowing `shared` bytes of dynamic
-        shared memory."""
 
     def hash(self) -> str:
         """A string that changes when this backend's output would (part of the cache key)."""
@@ -210,16 +184,14 @@ def discover_backends() -> dict[str, type[BaseBackend]]:
 
 
 def get_backend(name: str | None = None, target: GPUTarget | None = None) -> BaseBackend:
-    """A backend object: by `name` (or `target.backend`), else the highest-priority backend
-    whose device is present, else the highest-priority one (compiling needs no device)."""
+    """A backend object: by `name` (or `target.backend`), else the highest-priority one
+    (compiling needs no device)."""
     backends = discover_backends()
     name = name or (target.backend if target is not None else None)
     if name is None:
         if not backends:
             raise LookupError("no compiler backends are registered")
-        ranked = sorted(backends.values(), key=lambda cls: -cls.priority)
-        present = [cls for cls in ranked if cls.is_available()]
-        name = (present or ranked)[0].name
+        name = max(backends.values(), key=lambda cls: cls.priority).name
     if name not in backends:
         raise LookupError(f"unknown backend '{name}'; known: {', '.join(sorted(backends))}")
     return backends[name](target)

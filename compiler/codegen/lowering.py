@@ -16,10 +16,12 @@ import compiler.dialects.math  # noqa: F401
 import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
+from compiler.analysis.layout_to_linear import LayoutConversionError
 from compiler.dialects.tt import PointerType
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
 from compiler.ir.types import TensorType, shape_of
+from compiler.metadata import KernelMetadata, MetadataError
 
 from . import vector_width as vw
 from .debuginfo import DebugInfo, op_lines, python_location
@@ -59,12 +61,16 @@ class LoweredKernel:
 
 @dataclass
 class LoweringOptions:
-    """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, and
-    the register cap per thread (`.maxnreg`; None: no cap)."""
+    """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, the
+    register cap per thread (`.maxnreg`; None: no cap), whether fadd/fsub/fmul may contract
+    into fma (`fp_fusion`, the compile option enable_fp_fusion), and the kernel's metadata
+    (num_warps, ...; None: read from the module's attributes, `KernelMetadata.from_ttgir`)."""
 
     ttgir_file: str | None = None
     optimize: bool = True
     maxnreg: int | None = None
+    fp_fusion: bool = True
+    metadata: object = None
 
 
 class LoweringContext:
@@ -86,7 +92,7 @@ class LoweringContext:
         terminator = self.prologue.branch(body)
         self.prologue.position_before(terminator)
         self.builder = ir.IRBuilder(body)
-        self.indexer = LayoutIndexer(self.prologue)
+        self.indexer = LayoutIndexer(self.prologue, num_warps)
         self.shared_bytes = 0
         self._smem = None
         self.local_offsets: dict[int, int] = {}
@@ -172,6 +178,9 @@ class LoweringContext:
             self.prologue.debug_metadata = loc
         try:
             fn(self, op)
+        except LayoutConversionError as err:
+            raise LoweringError(f"{op.name} (ttgir line {self.lines.get(id(op), '?')}): "
+                                f"{err}") from None
         finally:
             # ops nested in a region (a combine function) hand the location back to their parent
             self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata = saved
@@ -208,8 +217,13 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
                             f"{len(kernels)}")
     func_op = kernels[0]
     name = func_op.attributes["sym_name"].value
-    num_warps_attr = ttgir_module.attributes.get("ttg.num-warps")
-    num_warps = num_warps_attr.value if num_warps_attr is not None else 4
+    metadata = options.metadata
+    if metadata is None:
+        try:
+            metadata = KernelMetadata.from_ttgir(ttgir_module, name)
+        except MetadataError as err:
+            raise LoweringError(str(err)) from None
+    num_warps = metadata.num_warps
     ttgir_file = options.ttgir_file or f"{name}.ttgir"
     text, lines = op_lines(ttgir_module)
 
@@ -242,6 +256,8 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
         # ptxas ignores --maxrregcount for a .reqntid kernel: the cap goes in the PTX (.maxnreg)
         annotations.add(module.add_metadata([fn, "maxnreg", ir.IntType(32)(options.maxnreg)]))
 
+    if not options.fp_fusion:
+        _forbid_contraction(module)
     llvm_text = str(module)
     if options.optimize:
         from .optimize import optimize_llvm
@@ -252,10 +268,21 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
         if flc is not None and id(op) in lines:
             op_python[lines[id(op)]] = f"{flc.file}:{flc.line}:{flc.col}"
     return LoweredKernel(name=name, llvm_ir=llvm_text, num_warps=num_warps,
-                         shared_bytes=ctx.shared_bytes,
+                         shared_bytes=ctx.shared_bytes, threads_per_warp=metadata.threads_per_warp,
                          arg_kinds=[_arg_kind(a.type) for a in func_op.body.args],
                          ttgir=text, ttgir_file=ttgir_file, op_python=op_python,
                          llvm_module=module)
+
+
+def _forbid_contraction(module: ir.Module) -> None:
+    """Drop the `contract` fast-math flag from every instruction, so LLVM and the NVPTX
+    backend never fuse an fmul into an fadd (fma): what enable_fp_fusion=False means."""
+    for function in module.functions:
+        for block in function.blocks:
+            for instruction in block.instructions:
+                flags = getattr(instruction, "flags", None)
+                if flags and "contract" in flags:
+                    flags.remove("contract")
 
 
 def tensor_shape(value: Value) -> tuple:

@@ -1,71 +1,101 @@
-"""The NVIDIA backend's own stages: ttgir -> LLVM IR (lowering, O3) -> PTX -> cubin -> SASS.
+"""The NVIDIA backend's stages, all in one place: ttir -> ttgir -> llir -> ptx -> cubin -> sass.
 
-Each is a stage function of the compile driver (`compiler.compiler`): it reads the previous
-stage's output from the compile state and writes its own, recording text, line maps, ptxas's
-report and notes into the trace. `nvidia_backend.NvidiaBackend.add_stages` lists them after the
-common ttir and ttgir stages.
+Each stage is a function `(state) -> None` over the `CompileState` (`compiler.stage_state`): it
+reads the previous stage's output and writes its own, recording text, line maps, ptxas's report
+and notes into the trace. The ttir, ttgir and llir stages run their pipelines through the pass
+manager, which binds the compile's frozen options to every pass; the ttgir stage makes the
+kernel's `KernelMetadata`, which the lowering and the launcher read. Any stage's output may be
+replaced by a file (`override_dir`). `STAGES` lists them in order; the backend's `add_stages`
+hands them to the compile driver, which never imports this module's internals.
 """
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING
+from compiler.ir.core import Module
+from compiler.metadata import MetadataError
+from compiler.ir.parser import parse_module
+from compiler.ir.verifier import verify_module
+from compiler.passes.instrumentation import TraceInstrumentation
+from compiler.passes.llir import LLIRModule, LLIRTraceInstrumentation
+from compiler.passes.manager import PassManager
+from compiler.passes.requirements import check_pipeline, check_stage_input, properties_of
+from compiler.stage_state import (CompileState, KernelMetadata, override_text,
+                                  record_stage_text)
 
-from compiler.trace import PassRecord
 
-if TYPE_CHECKING:
-    from compiler.compiler import CompileState
+def run_pipeline(state: CompileState, stage: str, module):
+    """Run the stage's pipeline (the options' one, else the default) over `module` with the
+    compile options bound to every pass and the trace instrumentation recording each."""
+    options = state.options
+    if stage == "llir":
+        instrumentation = LLIRTraceInstrumentation(state.trace, snapshots=options.snapshots)
+    else:
+        instrumentation = TraceInstrumentation(state.trace, snapshots=options.snapshots,
+                                               verify_each=options.verify_each)
+    manager = PassManager(stage, options.pipelines.get(stage), [instrumentation], options)
+    if stage != "llir":              # an impossible order is refused before any pass runs
+        check_pipeline(manager.passes, stage, given=properties_of(module))
+    return manager.run(module)
 
 
-def override_text(state, stage: str):
-    """The compile driver's override lookup (TILE_OVERRIDE_DIR), noted in the trace."""
-    from compiler.compiler import override_text as lookup
-    return lookup(state, stage)
+def stage_ttir(state: CompileState) -> None:
+    """ttir: run the ttir pipeline over the front end's module (or an override file)."""
+    text = override_text(state, "ttir")
+    module = parse_module(text, f"{state.name}.ttir") if text is not None else state.ttir
+    state.ttir = run_pipeline(state, "ttir", module)
+    record_stage_text(state, "ttir", state.ttir)
+
+
+def stage_ttgir(state: CompileState) -> None:
+    """ttgir: assign layouts and optimize them (convert-triton-to-tritongpu onwards), then read
+    the kernel's metadata off the module."""
+    text = override_text(state, "ttgir")
+    if text is not None:
+        state.ttgir = parse_module(text, f"{state.name}.ttgir")
+        verify_module(state.ttgir)
+    else:
+        state.ttgir = run_pipeline(state, "ttgir", state.ttir.clone())
+    enter_ttgir(state, state.ttgir)
+
+
+def enter_ttgir(state: CompileState, module: Module) -> None:
+    """Keep `module` as the kernel's ttgir (its text in the trace) and its metadata as the
+    kernel's (compiling from a .ttgir file starts here too)."""
+    state.ttgir = module
+    record_stage_text(state, "ttgir", module)
+    try:
+        state.metadata = KernelMetadata.from_ttgir(module, state.name)
+    except MetadataError:            # not ttgir: say what the lowering lacks and who provides it
+        check_stage_input(module, "llir")
+        raise
 
 
 def stage_llir(state: CompileState) -> None:
-    """llir: lower ttgir to LLVM IR with llvmlite, then optimize it (O3)."""
-    from compiler.codegen.lowering import LoweringOptions, lower_module
-    from compiler.codegen.optimize import optimize_llvm
+    """llir: the llir pipeline (lower ttgir to LLVM IR, then LLVM's O3 by default)."""
     text = override_text(state, "llir")
-    base_index = len(state.trace.passes)
     if text is None:
-        start = time.perf_counter()
-        lowered = lower_module(state.ttgir, LoweringOptions(ttgir_file=f"{state.name}.ttgir",
-                                                            optimize=False,
-                                                            maxnreg=state.options.maxnreg))
-        state.metadata.update({"shared": lowered.shared_bytes, "num_warps": lowered.num_warps,
-                               "arg_kinds": list(lowered.arg_kinds),
-                               "threads_per_warp": lowered.threads_per_warp})
+        unit = LLIRModule(state.ttgir, state.metadata, f"{state.name}.ttgir")
+        run_pipeline(state, "llir", unit)
+        if unit.lowered is None:
+            raise ValueError("the llir pipeline must lower the kernel: start it with "
+                             "convert-tritongpu-to-llvm")
+        lowered = unit.lowered
+        state.metadata = state.metadata.with_lowering(lowered.shared_bytes, lowered.arg_kinds)
         state.trace.ttgir_op_python = {str(k): v for k, v in lowered.op_python.items()}
         state.trace.stage_inputs["llir"] = lowered.ttgir
-        _llir_record(state, "convert-tritongpu-to-llvm", base_index, start, lowered.llvm_ir,
-                     "Lowers every ttgir op to LLVM IR: a distributed tensor becomes a list of "
-                     "per-thread registers; memory ops become (vectorized, predicated) PTX.")
-        start = time.perf_counter()
-        text = optimize_llvm(lowered.llvm_ir, 3)
-        _llir_record(state, "llvm-optimize", base_index + 1, start, text,
-                     "LLVM's O3 pipeline through llvmlite: inlining, instcombine, GVN, "
-                     "loop and vector optimizations on the lowered kernel.")
+        text = unit.text
     state.llir = text
     state.trace.stages["llir"] = text
 
 
-def _llir_record(state, name, index, start, text, doc) -> None:
-    previous = [p for p in state.trace.passes if p.stage == "llir"]
-    before = previous[-1].ir_after if previous else ""
-    state.trace.passes.append(PassRecord(
-        stage="llir", name=name, index=index, wall_ms=(time.perf_counter() - start) * 1e3,
-        changed=text != before, ir_after=text if state.options.snapshots else "", doc=doc,
-        op_counts={"instructions": sum(1 for line in text.splitlines()
-                                       if line.startswith("  ") and "=" in line)}))
-
-
 def stage_ptx(state: CompileState) -> None:
-    """ptx: LLVM IR to PTX through llvmlite's NVPTX target; then the ttgir -> PTX line map."""
+    """ptx: LLVM IR to PTX through llvmlite's NVPTX target (the options' arch and PTX
+    version); then the ttgir -> PTX line map."""
     from compiler.codegen.linemap import ptx_line_map
     from compiler.codegen.ptx import llvm_to_ptx
     text = override_text(state, "ptx")
-    state.ptx = text if text is not None else llvm_to_ptx(state.llir, state.options.ptx_arch)
+    options = state.options
+    state.ptx = text if text is not None else llvm_to_ptx(state.llir, options.ptx_arch,
+                                                          options.ptx_features)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
 
@@ -103,3 +133,8 @@ def stage_sass(state: CompileState) -> None:
         state.trace.notes.append("no SASS: neither nvdisasm nor cuobjdump was found")
         return
     state.trace.stages["sass"] = text
+
+
+#: The backend's stages in compilation order.
+STAGES = (("ttir", stage_ttir), ("ttgir", stage_ttgir), ("llir", stage_llir),
+          ("ptx", stage_ptx), ("cubin", stage_cubin), ("sass", stage_sass))

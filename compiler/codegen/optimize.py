@@ -6,11 +6,13 @@ import llvmlite.binding as llvm
 from .target import target_machine
 
 
-def optimize_llvm(llvm_text: str, speed_level: int = 3) -> str:
-    """Parse, verify and optimize LLVM IR text (the NVPTX target's pipeline), return the text."""
+def optimize_llvm(llvm_text: str, speed_level: int = 3, arch: str = "sm_90",
+                  features: str = "+ptx80") -> str:
+    """Parse, verify and optimize LLVM IR text (the NVPTX target's pipeline for `arch` and
+    `features`), return the text."""
     module = llvm.parse_assembly(llvm_text)
     module.verify()
     tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder = llvm.create_pass_builder(target_machine(arch, features), tuning)
     builder.getModulePassManager().run(module, builder)
     return str(module)

@@ -460,6 +460,96 @@ AsyncWaitOp = define_op(
         "then make the copied data visible to the whole CTA.")
 
 
+# ---- linear layouts and Hopper shared layouts (see compiler.analysis.layout_to_linear) ---------
+def _bases_text(bases) -> str:
+    return "[" + ", ".join(_ints(b) for b in bases) + "]"
+
+
+@dataclass(frozen=True)
+class LinearEncoding:
+    """A distributed layout given directly as linear-layout bases: for each bit of the register,
+    lane, warp and block ids, the tensor coordinate (one int per dim) it adds by XOR."""
+
+    register: tuple
+    lane: tuple
+    warp: tuple
+    block: tuple = ()
+    alias_prefix = "linear"
+
+    IN_DIMS = ("register", "lane", "warp", "block")
+
+    @property
+    def rank(self) -> int:
+        for bases in (self.register, self.lane, self.warp, self.block):
+            if bases:
+                return len(bases[0])
+        raise ValueError("#ttg.linear with no bases has no rank")
+
+    def __str__(self) -> str:
+        fields = ", ".join(f"{d} = {_bases_text(getattr(self, d))}" for d in self.IN_DIMS)
+        return f"#ttg.linear<{{{fields}}}>"
+
+
+def _parse_linear(ps):
+    """`#ttg.linear<{register = [[0, 1], ...], lane = [...], warp = [...], block = []}>`."""
+    ps.expect("<")
+    ps.expect("{")
+    fields = {}
+    while not ps.consume("}"):
+        start = ps.pos
+        key = ps.identifier()
+        if key not in LinearEncoding.IN_DIMS:
+            raise ps.error(f"unknown #ttg.linear field '{key}'", start)
+        ps.expect("=")
+        ps.expect("[")
+        bases = []
+        while not ps.consume("]"):
+            ps.expect("[")
+            basis = []
+            while not ps.consume("]"):
+                basis.append(ps.integer())
+                ps.consume(",")
+            bases.append(tuple(basis))
+            ps.consume(",")
+        fields[key] = tuple(bases)
+        ps.consume(",")
+    ps.expect(">")
+    widths = {len(b) for bases in fields.values() for b in bases}
+    if len(widths) > 1:
+        raise ps.error("#ttg.linear bases must all have one value per tensor dim")
+    return LinearEncoding(fields.get("register", ()), fields.get("lane", ()),
+                          fields.get("warp", ()), fields.get("block", ()))
+
+
+@dataclass(frozen=True)
+class NVMMASharedEncoding:
+    """Hopper's shared layout for wgmma / TMA operands: rows of `swizzlingByteWidth` bytes
+    (0, 32, 64 or 128) whose 16-byte chunks are XOR-swizzled by the row index; `transposed`
+    makes dim 0 the contiguous one."""
+
+    swizzling_byte_width: int
+    transposed: bool
+    element_bit_width: int
+    alias_prefix = "shared"
+
+    def __str__(self) -> str:
+        return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzling_byte_width}, "
+                f"transposed = {str(bool(self.transposed)).lower()}, "
+                f"elementBitWidth = {self.element_bit_width}}}>")
+
+
+def _parse_nvmma_shared(ps):
+    f = _parse_fields(ps, "ttg.nvmma_shared", {"swizzlingByteWidth": INT,
+                                               "elementBitWidth": INT}, {"transposed": BOOL})
+    return NVMMASharedEncoding(f["swizzlingByteWidth"], bool(f.get("transposed", False)),
+                               f["elementBitWidth"])
+
+
+DISTRIBUTED = DISTRIBUTED + (LinearEncoding,)
+TTG.register_attribute("ttg.linear", _parse_linear)
+TTG.register_attribute("ttg.nvmma_shared", _parse_nvmma_shared)
+
+
 # ---- layout sanity (what compiler.analysis.layouts and the lowering assume) --------------------
 MAX_SIZE_PER_THREAD = 1 << 12
 
@@ -526,6 +616,19 @@ def _encoding_problem(enc, num_warps: int | None, threads: int | None) -> str | 
         if min(enc.vec, enc.per_phase, enc.max_phase) < 1:
             return "vec, perPhase and maxPhase must be positive"
         return _check_order(enc, enc.order, enc.rank)
+    if isinstance(enc, LinearEncoding):
+        bases = [b for d in LinearEncoding.IN_DIMS for b in getattr(enc, d)]
+        if not bases or len({len(b) for b in bases}) != 1 or not bases[0]:
+            return "#ttg.linear needs bases of one positive length (one value per dim)"
+        if any(v < 0 for b in bases for v in b):
+            return "#ttg.linear bases must not be negative"
+        return None
+    if isinstance(enc, NVMMASharedEncoding):
+        if enc.swizzling_byte_width not in (0, 32, 64, 128):
+            return f"swizzlingByteWidth {enc.swizzling_byte_width} is not 0, 32, 64 or 128"
+        if enc.element_bit_width not in (8, 16, 32, 64):
+            return f"elementBitWidth {enc.element_bit_width} is not 8, 16, 32 or 64"
+        return None
     return f"{enc} is not a layout"
 
 
@@ -559,7 +662,7 @@ def _verify_layouts(module) -> None:
                 raise VerificationError(op, f"bad layout: {checked[enc]}")
             if isinstance(t, TensorType) and not isinstance(enc, DISTRIBUTED):
                 raise VerificationError(op, f"a tensor needs a distributed layout, not {enc}")
-            if isinstance(t, MemDescType) and not isinstance(enc, SwizzledSharedEncoding):
+            if isinstance(t, MemDescType) and not isinstance(enc, SHARED):
                 raise VerificationError(op, f"a shared buffer needs a shared layout, not {enc}")
             if isinstance(t, TensorType) and enc.rank != t.rank:
                 raise VerificationError(op, f"layout of rank {enc.rank} on {t}")
@@ -567,6 +670,7 @@ def _verify_layouts(module) -> None:
             raise VerificationError(op, f"ttgir tensors need a layout: {t}")
 
 
+SHARED = (SwizzledSharedEncoding, NVMMASharedEncoding)
 TTG.add_module_check(_verify_layouts)
 
 

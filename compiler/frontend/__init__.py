@@ -6,7 +6,6 @@ Layout: `source` (reading the function), `codegen` (syntax: the AST visitor), `s
 """
 from __future__ import annotations
 
-import os
 
 from .errors import CompilationError, SemanticError
 
@@ -19,7 +18,8 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `signature` maps each runtime parameter to a Triton type string ("*fp32", "i32", ...),
     `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
     `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
-    (default: the environment's TILE_DEBUG=1, read here once) keeps internal tracebacks.
+    (the compile option, which TILE_DEBUG=1 sets at the edge) keeps internal tracebacks;
+    `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none.
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -29,14 +29,13 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     from .source import FunctionSource
 
     options = dict(options or {})
-    debug = options.get("debug")
-    if debug is None:
-        debug = os.environ.get("TILE_DEBUG") == "1"
+    debug = bool(options.get("debug", False))
     inner = getattr(fn, "fn", fn)
     try:
         src = FunctionSource.of(inner)
         module = Module(loc=src.location(src.tree))
-        mctx = ModuleContext(module, bool(debug))
+        mctx = ModuleContext(module, bool(debug),
+                             options.get("default_dot_input_precision", "tf32"))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

@@ -102,9 +102,10 @@ class ModuleContext:
     """State shared by all functions compiled into one module: the module, the generated
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
-    def __init__(self, module, debug: bool):
+    def __init__(self, module, debug: bool, default_dot_precision: str = "tf32"):
         self.module = module
         self.debug = debug
+        self.default_dot_precision = default_dot_precision   # tl.dot's input_precision default
         self.callees: dict = {}
         self.stack: list = []
 
@@ -116,7 +117,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.src = src
         self.mctx = mctx
         self.builder = builder
-        self.sem = Semantic(builder)
+        self.sem = Semantic(builder, mctx.default_dot_precision)
         self.scope: dict = {}
         self.current_name: str | None = None
         self.region_depth = 0

@@ -549,7 +549,8 @@ def cumprod(_sem, input, axis=0, reverse=False) -> tensor:
 def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None) -> tensor:
     """Matrix product of two 2-D blocks plus `acc` (fp32 accumulation for floats, int32 for
-    int8); `input_precision` is "tf32" (default), "tf32x3" or "ieee"."""
+    int8); `input_precision` is "tf32", "tf32x3" or "ieee" (default: the compile option
+    default_dot_input_precision, "tf32" unless set; allow_tf32=False means "ieee")."""
     from compiler.dialects import tt
     a, b = _sem.to_tensor(input), _sem.to_tensor(other)
     if len(a.shape) != 2 or len(b.shape) != 2:
@@ -566,7 +567,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")
-        precision = "ieee" if tf32 is False else "tf32"
+        precision = _sem.default_dot_precision if tf32 is None else ("tf32" if tf32 else "ieee")
     if precision not in ("tf32", "tf32x3", "ieee"):
         raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
     if out_dtype is not None:

@@ -120,7 +120,8 @@ class LoopUnroll(Pass):
     name = "loop-unroll"
     stage = "ttir"
     options_spec = (Option("max-trip-count", int, 0,
-                           "fully unroll loops with at most this many constant trips"),)
+                           "fully unroll loops with at most this many constant trips",
+                           check=lambda v: 0 <= v <= 4096, allowed="an integer from 0 to 4096"),)
 
     def run(self, module: Module, ctx: PassContext):
         for loop in list(module.walk("post")):

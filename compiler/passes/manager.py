@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from compiler.ir.core import Module
 
-from .base import PASSES, Pass, PassContext
+from .base import PASSES, Pass, PassContext, PassOptionError
 
 DEFAULT_PIPELINES: dict[str, str] = {
     # Triton's make_ttir: inliner, canonicalizer, combine, reorder-broadcast, cse, symbol-dce,
@@ -26,6 +26,8 @@ DEFAULT_PIPELINES: dict[str, str] = {
     "ttgir": ("convert-triton-to-tritongpu,coalesce,remove-layout-conversions,"
               "optimize-thread-locality,accelerate-matmul,remove-layout-conversions,"
               "reduce-data-duplication,reorder-instructions,pipeline,allocate-shared-memory"),
+    # Triton's make_llir: the lowering to LLVM IR, then LLVM's optimizer (passes/llir.py).
+    "llir": "convert-tritongpu-to-llvm,llvm-optimize",
 }
 
 ENV_PIPELINE_VARS = {"ttir": "TILE_PIPELINE_TTIR", "ttgir": "TILE_PIPELINE_TTGIR",
@@ -112,7 +114,10 @@ def _parse_item(item: str) -> Pass:
                 options[key] = known[key].convert(value)
             except ValueError as err:
                 raise PipelineError(f"pass '{name}': {err}") from None
-    return cls(**options)
+    try:
+        return cls(**options)
+    except PassOptionError as err:
+        raise PipelineError(str(err)) from None
 
 
 def parse_pipeline(spec) -> list[Pass]:
@@ -202,24 +207,41 @@ class PassInstrumentation:
 
 
 class PassManager:
-    """Runs one stage's pipeline over a module, calling every instrumentation around each pass."""
+    """Runs one stage's pipeline over a module, calling every instrumentation around each pass.
 
-    def __init__(self, stage: str, passes=None, instrumentations=()):
+    `options` (the compile's frozen options object, optional) is bound to every pass when the
+    pipeline is built (`Pass.bind`: options the pipeline left out take the compile's values,
+    checked) and handed to each run as `ctx.options`. A pass whose `stage` is not this
+    manager's is refused here, before anything runs."""
+
+    def __init__(self, stage: str, passes=None, instrumentations=(), options=None):
         self.stage = stage
         self.passes = parse_pipeline(DEFAULT_PIPELINES.get(stage, "") if passes is None
                                      else passes)
         self.instrumentations = list(instrumentations)
+        self.options = options
+        for pass_ in self.passes:
+            if (pass_.stage == "llir") != (stage == "llir"):
+                raise PipelineError(f"pass '{pass_.name}' belongs to the {pass_.stage} stage; "
+                                    f"it cannot run in the {stage} pipeline")
+            if options is not None:
+                try:
+                    pass_.bind(options)
+                except PassOptionError as err:
+                    raise PipelineError(str(err)) from None
 
-    def run(self, module: Module, ctx_options: dict | None = None) -> Module:
+    def run(self, module: Module, ctx_options=None) -> Module:
         """Run every pass in order; returns the (possibly new) module. A pass that raises ends
         the run with `PassFailure` naming it; a pass whose declared requirements the module
-        lacks does not run: `PassOrderError` says what is missing and which pass provides it."""
+        lacks does not run: `PassOrderError` says what is missing and which pass provides it.
+        `ctx_options` overrides the bound options object handed to the passes as `ctx.options`."""
         from .requirements import check_before_pass
+        options = self.options if ctx_options is None else ctx_options
         for inst in self.instrumentations:
             inst.before_pipeline(self.stage, module)
         for position, pass_ in enumerate(self.passes):
             check_before_pass(pass_, module, self.stage, position)
-            run = PassRun(self.stage, pass_, position, PassContext(dict(ctx_options or {})))
+            run = PassRun(self.stage, pass_, position, PassContext(options))
             for inst in self.instrumentations:
                 inst.before_pass(run, module)
             start = time.perf_counter()

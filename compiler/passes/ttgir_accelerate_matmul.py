@@ -6,6 +6,7 @@ from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
+from compiler.metadata import KernelMetadata
 
 from .base import Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
@@ -72,8 +73,7 @@ class AccelerateMatmul(Pass):
     invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        attr = module.attributes.get("ttg.num-warps")
-        num_warps = attr.value if attr is not None else 4
+        num_warps = KernelMetadata.from_ttgir(module, reader=self.name).num_warps
         changed = False
         for op in [o for o in module.walk() if isinstance(o, DotOp)]:
             mma = mma_encoding_for(op, num_warps)

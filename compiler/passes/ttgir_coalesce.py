@@ -7,6 +7,7 @@ from compiler.dialects.scf import ConditionOp, YieldOp
 from compiler.dialects.tt import AtomicCASOp, AtomicRMWOp, LoadOp, StoreOp
 from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
+from compiler.metadata import KernelMetadata
 
 from .base import Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
@@ -96,8 +97,8 @@ class Coalesce(Pass):
     invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        num_warps = module.attributes["ttg.num-warps"].value
-        threads = module.attributes["ttg.threads-per-warp"].value
+        facts = KernelMetadata.from_ttgir(module, reader=self.name)
+        num_warps, threads = facts.num_warps, facts.threads_per_warp
         for func in module.functions():
             info = analyze(func)
             ops = [op for op in func.walk() if isinstance(op, MEMORY_OPS)

@@ -1,6 +1,8 @@
 """convert-triton-to-tritongpu: give every tensor a layout (ttir -> ttgir)."""
 from __future__ import annotations
 
+import re
+
 from compiler.dialects.scf import ConditionOp, ForOp, IfOp, YieldOp
 from compiler.dialects.tt import BroadcastOp, DotOp, ExpandDimsOp, ReduceOp, ScanOp, TransOp
 from compiler.dialects.ttg import DotOperandEncoding, SliceEncoding
@@ -30,17 +32,21 @@ class ConvertTritonToTritonGPU(Pass):
     establishes = (LAYOUTS, NUM_WARPS)
     invalidates = (SHARED_ALLOCATED,)
     options_spec = (
-        Option("num-warps", int, 4, "warps per CTA"),
-        Option("threads-per-warp", int, 32, "lanes per warp"),
-        Option("num-ctas", int, 1, "CTAs per cluster (only 1 is supported)"),
-        Option("target", str, "cuda:90", "target string recorded on the module"),
+        Option("num-warps", int, 4, "warps per CTA", check=lambda v: v in (1, 2, 4, 8, 16, 32),
+               allowed="a power of two from 1 to 32", from_compile="num_warps"),
+        Option("threads-per-warp", int, 32, "lanes per warp", check=lambda v: v == 32,
+               allowed="32 (NVIDIA warps have 32 threads)", from_compile="warp_size"),
+        Option("num-ctas", int, 1, "CTAs per cluster (only 1 is supported)",
+               check=lambda v: v == 1, allowed="1 (thread-block clusters are not supported yet)",
+               from_compile="num_ctas"),
+        Option("target", str, "cuda:90", "target string recorded on the module",
+               check=lambda v: bool(re.fullmatch(r"cuda:\d+", v)),
+               allowed="'cuda:<compute capability>', e.g. cuda:90", from_compile="target"),
     )
 
     def run(self, module: Module, ctx: PassContext) -> None:
         self.num_warps = self.options["num-warps"]
         self.threads = self.options["threads-per-warp"]
-        if self.options["num-ctas"] != 1:
-            raise ValueError("convert-triton-to-tritongpu supports num-ctas=1 only")
         module.attributes["ttg.num-ctas"] = int_attr(1)
         module.attributes["ttg.num-warps"] = int_attr(self.num_warps)
         module.attributes["ttg.target"] = StringAttr(self.options["target"])

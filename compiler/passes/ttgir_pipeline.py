@@ -271,18 +271,20 @@ class Pipeline(Pass):
     """Software-pipelines loops whose tensor-core dot operands are loaded from global memory and
     staged in shared memory: the loads become cp.async copies into a num_stages-deep shared
     buffer issued num_stages-1 iterations ahead, so memory traffic overlaps the math (Triton's
-    sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides the option; 0 means the
-    compile option num_stages; 1 or less leaves loops alone."""
+    sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides the option, which defaults to
+    the compile option num_stages; 1 leaves loops alone."""
 
     name = "pipeline"
     stage = "ttgir"
     requires = TTGIR
     invalidates = (SHARED_ALLOCATED,)
-    options_spec = (Option("num-stages", int, 0,
-                           "buffers per operand (0: the compile option num_stages)"),)
+    options_spec = (Option("num-stages", int, 3,
+                           "buffers per operand (default: the compile option num_stages)",
+                           check=lambda v: 1 <= v <= 8, allowed="an integer from 1 to 8",
+                           from_compile="num_stages"),)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        default = self.options["num-stages"] or int(ctx.options.get("num_stages", 3))
+        default = self.options["num-stages"]
         for func in module.functions():
             loops = [op for op in func.walk() if isinstance(op, ForOp)]
             if not loops:

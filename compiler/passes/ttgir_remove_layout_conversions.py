@@ -13,6 +13,7 @@ from compiler.ir.core import Module, Operation, Value
 from compiler.ir.traits import (HasCombineRegion, LayoutAnchor, LayoutBarrier, LayoutExchange,
                                 LayoutLeaf, LoopLike)
 from compiler.ir.types import TensorType
+from compiler.metadata import KernelMetadata
 
 from .cse import CSE
 from .base import Pass, PassContext, register_pass
@@ -80,9 +81,8 @@ class RemoveLayoutConversions(Pass):
     invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        num_warps = module.attributes["ttg.num-warps"].value
-        threads = module.attributes.get("ttg.threads-per-warp")
-        self.cost = _Cost(num_warps * (threads.value if threads is not None else 32))
+        facts = KernelMetadata.from_ttgir(module, reader=self.name)
+        self.cost = _Cost(facts.num_warps * facts.threads_per_warp)
         self.ctx = ctx
         self.carried_done: set = set()
         fold_converts(module, ctx)

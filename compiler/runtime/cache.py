@@ -455,3 +455,27 @@ class KernelCache:
             for child in self.root.iterdir():
                 if child.is_dir():
                     shutil.rmtree(child, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The lookup of one compile
+
+def compile_cached(source_hash: str, options, build: Callable, restore: Callable,
+                   env: Mapping[str, str] | None = None):
+    """A compiled kernel through the disk cache: the key is made from `source_hash`, the
+    options' `key_parts()` and `target`; a hit is `restore(entry, options)`, a miss is
+    `build()`, stored as its stage files, trace and metadata (TILE_CACHE_DIR and
+    TILE_ALWAYS_COMPILE are read here, once per lookup)."""
+    cache = KernelCache(CacheOptions.from_env(env))
+    key = cache_key(source_hash=source_hash, specialization=None, options=options.key_parts(),
+                    target=options.target)
+    entry = None if cache.options.always_compile else cache.get(key)
+    if entry is not None:
+        try:
+            return restore(entry, options)
+        except Exception as exc:        # whole on disk, but not loadable by this compiler
+            cache.reject(entry, f"cannot be loaded: {type(exc).__name__}: {exc}")
+    kernel = build()
+    metadata = kernel.metadata.to_dict() if kernel.metadata is not None else {}
+    cache.put(key, stage_files(kernel.asm, kernel.trace.to_json(indent=None)), metadata)
+    return kernel

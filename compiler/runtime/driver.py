@@ -168,6 +168,12 @@ def device_capability(device: int = 0) -> tuple[int, int]:
             device_attribute("COMPUTE_CAPABILITY_MINOR", device))
 
 
+def device_arch(device: int = 0) -> int:
+    """The device's compute capability as one number (90 for 9.0): the arch to compile for."""
+    major, minor = device_capability(device)
+    return major * 10 + minor
+
+
 def device_name(device: int = 0) -> str:
     """The device's marketing name, e.g. "NVIDIA H200"."""
     raw = check(bindings().cuDeviceGetName(256, _device_handle(device)), "cuDeviceGetName")
@@ -267,6 +273,49 @@ def load_module(image: bytes | str, device: int = 0) -> LoadedModule:
                          f"PTX JIT log:\n{log}" if log else "")
     info = info_log.split(b"\0", 1)[0].decode(errors="replace").strip()
     return LoadedModule(result[1], from_ptx=True, jit_log=info, device=device)
+
+
+@dataclass
+class LoadedKernel:
+    """A kernel loaded onto a device: its module and function handles plus the resource facts
+    the driver reports."""
+
+    name: str
+    module: Any
+    function: Any
+    shared: int
+    device: int = 0
+    num_regs: int = 0
+    local_bytes: int = 0          # per-thread local memory (spills, stack)
+    max_threads: int = 0
+    notes: tuple = ()             # e.g. "the driver compiled the kernel at load time"
+
+
+def load_kernel(name: str, binary: bytes | str, shared: int, device: int = 0,
+                arch: int | None = None) -> LoadedKernel:
+    """Load a cubin (or PTX text, which the driver JIT-compiles) onto `device`, look up kernel
+    `name` and allow it `shared` bytes of dynamic shared memory (raising the limit above
+    48 KB). `arch` (the compute capability the binary was built for) makes a mismatch with
+    the device an error that says which arch to compile for."""
+    try:
+        module = load_module(binary, device)
+    except CudaError as err:
+        if err.name in ("CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE",
+                        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"):
+            present = device_arch(device)
+            built = f"sm_{arch}" if arch is not None else "another GPU"
+            raise CudaError(err.call, err.code, err.name, err.description,
+                            f"the kernel was compiled for {built}; this device is "
+                            f"sm_{present}: compile with arch={present}") from None
+        raise
+    function = get_function(module, name)
+    set_dynamic_shared_memory(function, shared, device)
+    return LoadedKernel(
+        name=name, module=module, function=function, shared=shared, device=device,
+        num_regs=function_attribute(function, "NUM_REGS"),
+        local_bytes=function_attribute(function, "LOCAL_SIZE_BYTES"),
+        max_threads=function_attribute(function, "MAX_THREADS_PER_BLOCK"),
+        notes=("the driver JIT-compiled the PTX (no cubin)",) if module.from_ptx else ())
 
 
 def get_function(module: LoadedModule, name: str):

@@ -17,6 +17,7 @@ Anything else it hands to `run`, the reference path described above.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -27,6 +28,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from compiler.codegen.backend import BackendOptions
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
@@ -41,8 +43,10 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 LAUNCH_CONTROLS = ("interpret", "stream")
 #: How many times a kernel's fast launch is regenerated for new argument types, at most.
 MAX_FAST_LAUNCHES = 4
-#: Compile options used when a launch does not give them (Triton's defaults).
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+#: Compile options used when a launch does not give them: the backend options' own defaults
+#: (Triton's), so that they are written in one place.
+DEFAULT_OPTIONS = {f.name: f.default for f in dataclasses.fields(BackendOptions)
+                   if f.name in ("num_warps", "num_stages", "num_ctas")}
 
 
 @dataclass(frozen=True)
@@ -51,15 +55,18 @@ class RuntimeEnv:
 
     interpret: bool = False
     dump: bool = False
+    debug: bool = False
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "RuntimeEnv":
         """Read `TILE_INTERPRET` (1/true/yes/on forces the interpreter) and `TILE_KERNEL_DUMP`
         (kernels run by the interpreter are then compiled through every stage too, so that
-        each stage can be dumped)."""
+        each stage can be dumped) and `TILE_DEBUG` (the `debug` option of kernels that do not
+        set it)."""
         def flag(name: str) -> bool:
             return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-        return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"))
+        return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"),
+                   debug=flag("TILE_DEBUG"))
 
 
 class KernelArgumentError(CompilationError, TypeError):
@@ -439,8 +446,8 @@ class JITFunction(KernelInterface):
     def compile_options(self, key: tuple) -> dict:
         """The compile options a cache key stands for (launch options over the defaults)."""
         options = dict(DEFAULT_OPTIONS)
-        if self.debug is not None:
-            options["debug"] = self.debug
+        if self.debug is not None or self.env.debug:    # the kernel's, else TILE_DEBUG's
+            options["debug"] = self.env.debug if self.debug is None else self.debug
         given = key[len(self.params):]
         options.update({k: v for k, v in zip(self._option_names, given) if v is not None})
         return options
@@ -486,7 +493,7 @@ class JITFunction(KernelInterface):
             self._interp_cache[key] = entry
         else:
             compiled = self._compiled.get(key) or self._compile_full(key, spec)
-            entry = _GpuEntry(compiled, spec, options["num_warps"])
+            entry = _GpuEntry(compiled, spec, compiled.num_warps)
             self._gpu_cache[key] = entry
         return entry
 

@@ -378,24 +378,28 @@ class Launcher:
 
     # ---- building one from a compiled kernel -------------------------------------------------
     @classmethod
-    def for_kernel(cls, kernel, device: int = 0, backend=None,
+    def for_kernel(cls, kernel, device: int = 0, loader: Callable | None = None,
                    launch_fn: Callable | None = None) -> "KernelLauncher":
-        """Load a `CompiledKernel` (its cubin, else its PTX) onto `device` with `backend`
-        (default: the nvidia one) and return its `KernelLauncher`, whose
-        `launch(grid, args, stream=None)` is the fast path."""
-        if backend is None:
-            from compiler.codegen.backend import get_backend
-            backend = get_backend("nvidia")
+        """Load a `CompiledKernel` (its cubin, else its PTX) onto `device` with `loader`
+        (default: the runtime driver's `load_kernel`) and return its `KernelLauncher`, whose
+        `launch(grid, args, stream=None)` is the fast path. Warps, shared memory and argument
+        kinds come from the kernel's `KernelMetadata`."""
+        if loader is None:
+            options = getattr(kernel, "options", None)
+            loader = functools.partial(driver.load_kernel, arch=getattr(options, "arch", None))
         binary = kernel.asm.get("cubin")
         if not isinstance(binary, (bytes, bytearray)):
             binary = kernel.asm.get("ptx")
         if not binary:
             raise ValueError(f"kernel {kernel.name} has neither a cubin nor PTX to load; "
                              f"compile it through the ptx stage first")
-        loaded = backend.load_binary(kernel.name, binary, kernel.shared, device)
-        metadata = getattr(kernel, "metadata", {}) or {}
+        metadata = kernel.metadata
+        if metadata is None:
+            raise ValueError(f"kernel {kernel.name} has no metadata (it was not compiled "
+                             f"through the ttgir stage)")
+        loaded = loader(kernel.name, binary, metadata.shared, device)
         module = getattr(kernel, "ttgir_module", None) or getattr(kernel, "ttir_module", None)
-        kinds = metadata.get("arg_kinds") or (kernel_arg_kinds(module) if module else None)
+        kinds = list(metadata.arg_kinds) or (kernel_arg_kinds(module) if module else None)
         if kinds is None:
             raise ValueError(f"kernel {kernel.name} has no argument kinds (metadata "
                              f"'arg_kinds') and no IR module to read them from")
@@ -404,8 +408,7 @@ class Launcher:
             names = None
         launcher = cls(loaded.function, kinds, name=kernel.name, arg_names=names, device=device,
                        launch_fn=launch_fn)
-        num_warps = int(metadata.get("num_warps") or kernel.num_warps)
-        return KernelLauncher(launcher, loaded, num_warps, kernel.shared)
+        return KernelLauncher(launcher, loaded, metadata.num_warps, metadata.shared)
 
 
 class KernelLauncher:

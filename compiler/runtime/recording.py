@@ -38,7 +38,7 @@ class LaunchEvent:
     grid: tuple
     backend: str                 # "gpu" or "interpreter"
     time_ms: float
-    num_warps: int = 4
+    num_warps: int               # the compiled kernel's (its metadata), or the launch option's
 
 
 class LaunchArguments:

@@ -402,3 +402,14 @@ KERNELS = {
     "argmax_trans_scan": argmax_trans_scan,
     "while_print_assert": while_print_assert,
 }
+
+
+def compile_ttgir(ttgir, build_cubin: bool = True, **options):
+    """A ttgir kernel (text or parsed module) through the compile driver, from the llir stage
+    on: the `CompiledKernel` (`.asm["ptx"]`, `.metadata`, `.trace.cubin_info`, ...)."""
+    from compiler.compiler import compile as compile_source
+    from compiler.ir.core import Module
+    from compiler.ir.parser import parse_module
+    module = ttgir if isinstance(ttgir, Module) else parse_module(ttgir)
+    return compile_source(module, {"build_cubin": build_cubin, "build_sass": False,
+                                   "snapshots": False, **options})

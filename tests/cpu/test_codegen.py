@@ -7,13 +7,12 @@ import re
 
 import pytest
 
-from compiler.codegen.compile import compile_ttgir
 from compiler.codegen.cubin import parse_ptxas_info
 from compiler.codegen.lowering import LoweringError, lower_module
 from compiler.codegen.toolchain import find_tool
 from compiler.ir.parser import parse_module
 
-from .codegen_kernels import KERNELS, module
+from .codegen_kernels import KERNELS, compile_ttgir, module
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas is not installed")
 
@@ -30,14 +29,14 @@ def _instruction_count(ptx: str) -> int:
 @needs_ptxas
 def test_add_matches_triton_vector_widths(reference_dir):
     result = compile_ttgir((reference_dir / "add.ttgir").read_text())
-    ptx = result.ptx
+    ptx = result.asm["ptx"]
     # like Triton's add.ptx: two 16-byte loads per input and two 16-byte stores per thread
     assert _count(ptx, r"@%p\d+ ld\.global\.v4\.b32") == 4
     assert _count(ptx, r"@%p\d+ st\.global\.v4\.b32") == 2
     assert _count(ptx, r"\badd\.f32") == 8
     assert re.search(r"^\.target sm_90$", ptx, re.MULTILINE)
     assert ".reqntid 128" in ptx          # exactly num_warps * 32 threads, as Triton says
-    assert result.cubin and result.cubin_info["spill_stores"] == 0
+    assert result.asm.get("cubin") and result.trace.cubin_info["spill_stores"] == 0
     triton = (reference_dir / "add.ptx").read_text()
     assert _instruction_count(ptx) <= _instruction_count(triton) + 4
 
@@ -45,15 +44,15 @@ def test_add_matches_triton_vector_widths(reference_dir):
 @needs_ptxas
 def test_softmax_uses_butterfly_shuffles_and_fast_exp(reference_dir):
     result = compile_ttgir((reference_dir / "softmax.ttgir").read_text())
-    ptx = result.ptx
+    ptx = result.asm["ptx"]
     assert _count(ptx, r"ld\.global\.v4\.b32") == 2
     assert _count(ptx, r"st\.global\.v4\.b32") == 2
     assert _count(ptx, r"shfl\.sync\.bfly\.b32") == 10          # 5 per reduction
     assert _count(ptx, r"ex2\.approx\.f32") == 8
     assert _count(ptx, r"div\.full\.f32") == 8
     assert "mul.f32" in ptx and "0f3FB8AA3B" in ptx             # x * log2(e)
-    assert result.kernel.shared_bytes == 16 * 4                  # one f32 per warp
-    assert result.cubin_info["spill_stores"] == 0
+    assert result.metadata.shared == 16 * 4                  # one f32 per warp
+    assert result.trace.cubin_info["spill_stores"] == 0
     triton = (reference_dir / "softmax.ptx").read_text()
     assert _instruction_count(ptx) <= _instruction_count(triton) * 1.1
 
@@ -61,13 +60,13 @@ def test_softmax_uses_butterfly_shuffles_and_fast_exp(reference_dir):
 @needs_ptxas
 def test_layernorm_f16_vector_loads_and_sqrt(reference_dir):
     result = compile_ttgir((reference_dir / "layernorm.ttgir").read_text())
-    ptx = result.ptx
+    ptx = result.asm["ptx"]
     # 8 halves per thread per tile repetition = one 16-byte access; X, W, B loads, Y store
     assert _count(ptx, r"ld\.global\.v4\.b32") == 12
     assert _count(ptx, r"st\.global\.v4\.b32") == 4
     assert _count(ptx, r"sqrt\.approx\.ftz\.f32") == 1
     assert "cvt.f32.f16" in ptx and re.search(r"cvt\.rn\.f16(x2)?\.f32", ptx)
-    assert result.cubin_info["spill_stores"] == 0
+    assert result.trace.cubin_info["spill_stores"] == 0
     triton = (reference_dir / "layernorm.ptx").read_text()
     assert _instruction_count(ptx) <= _instruction_count(triton) * 1.1
 
@@ -75,7 +74,7 @@ def test_layernorm_f16_vector_loads_and_sqrt(reference_dir):
 @needs_ptxas
 def test_without_divisibility_loads_are_scalar(reference_dir):
     text = (reference_dir / "add.ttgir").read_text().replace(" {tt.divisibility = 16 : i32}", "")
-    ptx = compile_ttgir(text).ptx
+    ptx = compile_ttgir(text).asm["ptx"]
     assert "ld.global.v4" not in ptx
     assert _count(ptx, r"@%p\d+ ld\.global\.b32") == 16
 
@@ -84,13 +83,13 @@ def test_without_divisibility_loads_are_scalar(reference_dir):
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_small_kernels_reach_ptxas(name):
     result = compile_ttgir(KERNELS[name]())
-    assert result.cubin, result.notes
-    assert result.cubin_info["registers"] > 0
-    assert result.cubin_info["spill_stores"] == 0
+    assert result.asm.get("cubin"), result.trace.notes
+    assert result.trace.cubin_info["registers"] > 0
+    assert result.trace.cubin_info["spill_stores"] == 0
 
 
 def _ptx(name: str) -> str:
-    return compile_ttgir(KERNELS[name](), build_cubin=False).ptx
+    return compile_ttgir(KERNELS[name](), build_cubin=False).asm["ptx"]
 
 
 def test_reduce_across_warps_goes_through_shared_memory():
@@ -256,7 +255,7 @@ def test_lowering_narrows_a_slice_without_the_fastest_dim():
 def test_sass_needs_a_disassembler(reference_dir):
     from compiler.codegen.sass import disassemble
     result = compile_ttgir((reference_dir / "add.ttgir").read_text())
-    sass = disassemble(result.cubin)
+    sass = disassemble(result.asm.get("cubin"))
     if find_tool("nvdisasm") is None and find_tool("cuobjdump") is None:
         assert sass is None
     else:
@@ -297,5 +296,5 @@ module attributes {{"ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 32 : i32
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 def test_every_float_lowering_reaches_ptxas(dtype):
     result = compile_ttgir(_elementwise_kernel(dtype))
-    assert result.cubin and result.cubin_info["spill_stores"] == 0
-    assert "ex2.approx.f32" in result.ptx and "lg2.approx.f32" in result.ptx
+    assert result.asm.get("cubin") and result.trace.cubin_info["spill_stores"] == 0
+    assert "ex2.approx.f32" in result.asm["ptx"] and "lg2.approx.f32" in result.asm["ptx"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.codegen.compile import compile_ttgir
 from compiler.codegen.debuginfo import op_lines
-from compiler.codegen.linemap import instruction_lines, ptx_files, ptx_line_map
+from compiler.codegen.linemap import (instruction_lines, ptx_files, ptx_line_map,
+                                      python_line_map)
 from compiler.ir.parser import parse_module
 
-from .codegen_kernels import KERNELS
+from .codegen_kernels import KERNELS, compile_ttgir
 
 
 def _op_line_numbers(ttgir_text: str) -> set:
@@ -21,26 +21,26 @@ def _op_line_numbers(ttgir_text: str) -> set:
 @pytest.mark.parametrize("name", ["add", "softmax", "layernorm"])
 def test_every_ptx_instruction_belongs_to_a_ttgir_op(reference_dir, name):
     result = compile_ttgir((reference_dir / f"{name}.ttgir").read_text(), build_cubin=False)
-    op_line_numbers = _op_line_numbers(result.kernel.ttgir)
-    instructions = instruction_lines(result.ptx)
+    op_line_numbers = _op_line_numbers(result.trace.stage_inputs["llir"])
+    instructions = instruction_lines(result.asm["ptx"])
     assert len(instructions) > 10
     for ptx_line, ttgir_line in instructions:
-        assert ttgir_line in op_line_numbers, (ptx_line, result.ptx.splitlines()[ptx_line - 1])
-    assert ptx_files(result.ptx) == {1: f"{name}_kernel.ttgir"}
+        assert ttgir_line in op_line_numbers, (ptx_line, result.asm["ptx"].splitlines()[ptx_line - 1])
+    assert ptx_files(result.asm["ptx"]) == {1: f"{name}_kernel.ttgir"}
 
 
 @pytest.mark.parametrize("name", ["reduce_axis0", "loop_if", "scan", "while_print_assert"])
 def test_small_kernels_map_every_instruction(name):
     result = compile_ttgir(KERNELS[name](), build_cubin=False)
-    op_line_numbers = _op_line_numbers(result.kernel.ttgir)
-    for ptx_line, ttgir_line in instruction_lines(result.ptx):
-        assert ttgir_line in op_line_numbers, (ptx_line, result.ptx.splitlines()[ptx_line - 1])
+    op_line_numbers = _op_line_numbers(result.trace.stage_inputs["llir"])
+    for ptx_line, ttgir_line in instruction_lines(result.asm["ptx"]):
+        assert ttgir_line in op_line_numbers, (ptx_line, result.asm["ptx"].splitlines()[ptx_line - 1])
 
 
 def test_vector_add_map_by_hand(reference_dir):
     result = compile_ttgir((reference_dir / "add.ttgir").read_text(), build_cubin=False)
-    ttgir = result.kernel.ttgir.splitlines()
-    ptx = result.ptx.splitlines()
+    ttgir = result.trace.stage_inputs["llir"].splitlines()
+    ptx = result.asm["ptx"].splitlines()
 
     def line_of(fragment: str) -> int:
         matches = [i + 1 for i, text in enumerate(ttgir) if fragment in text]
@@ -48,7 +48,7 @@ def test_vector_add_map_by_hand(reference_dir):
         return matches[0]
 
     def ptx_text(ttgir_line: int) -> list:
-        return [ptx[i - 1].strip() for first, last in result.ttgir_to_ptx[ttgir_line]
+        return [ptx[i - 1].strip() for first, last in result.trace.ttgir_to_ptx[str(ttgir_line)]
                 for i in range(first, last + 1)]
 
     addf = ptx_text(line_of("arith.addf"))
@@ -62,16 +62,16 @@ def test_vector_add_map_by_hand(reference_dir):
     cmp = ptx_text(line_of("arith.cmpi"))
     assert [t.split()[0] for t in cmp] == ["setp.lt.s32"] * 2
     # ranges are ordered, non-overlapping
-    spans = sorted(r for ranges in result.ttgir_to_ptx.values() for r in ranges)
+    spans = sorted(tuple(r) for ranges in result.trace.ttgir_to_ptx.values() for r in ranges)
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
 
 
 def test_ttgir_lines_keep_their_python_location(reference_dir):
     result = compile_ttgir((reference_dir / "add.ttgir").read_text(), build_cubin=False)
-    ttgir = result.kernel.ttgir.splitlines()
+    ttgir = result.trace.stage_inputs["llir"].splitlines()
     addf_line = next(i + 1 for i, t in enumerate(ttgir) if "arith.addf" in t)
-    assert result.kernel.op_python[addf_line] == "triton_h200_kernels.py:11:33"
-    assert addf_line in result.python_to_ttgir[11]
+    assert result.trace.ttgir_op_python[str(addf_line)] == "triton_h200_kernels.py:11:33"
+    assert str(addf_line) in python_line_map(result.trace.ttgir_op_python)[11]
 
 
 def test_ptx_line_map_groups_runs():

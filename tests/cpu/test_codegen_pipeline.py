@@ -52,11 +52,11 @@ def test_matmul_through_our_pipeline(reference_dir):
 
 @pytest.mark.parametrize("name", ["add", "softmax", "layernorm", "matmul"])
 def test_reference_ttir_reaches_ptxas(reference_dir, name):
-    from compiler.codegen.compile import compile_ttgir
     from compiler.codegen.toolchain import find_tool
     if find_tool("ptxas") is None:
         pytest.skip("ptxas is not installed")
+    from .codegen_kernels import compile_ttgir
     result = compile_ttgir(_ttgir_text(name))
-    assert result.cubin
+    assert result.asm.get("cubin")
     if name != "matmul":          # the FMA dot of a 128x256 tile spills (not yet fast)
-        assert result.cubin_info["spill_stores"] == 0
+        assert result.trace.cubin_info["spill_stores"] == 0

@@ -33,7 +33,7 @@ def test_every_stage_is_built_and_traced():
     assert [p.stage for p in kernel.trace.passes][-2:] == ["llir", "llir"]
     assert '"ttg.num-warps" = 2 : i32' in kernel.asm["ttgir"]
     assert ".entry scale_kernel" in kernel.asm["ptx"]
-    assert kernel.metadata["arg_kinds"] == ["ptr<f32>", "ptr<f32>", "i32", "f32"]
+    assert kernel.metadata["arg_kinds"] == ("ptr<f32>", "ptr<f32>", "i32", "f32")
 
 
 def test_disk_cache_hit_and_bypass(tmp_path, monkeypatch):

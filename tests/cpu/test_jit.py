@@ -345,6 +345,7 @@ class FakeCompiled:
         self.src = src
         self.launches = []
         self.trace = CompileTrace(kernel_name=src.name)
+        self.num_warps = 4
 
     def launch(self, grid, args, stream=None):
         self.launches.append((grid, tuple(args), stream))

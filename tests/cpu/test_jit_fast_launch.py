@@ -64,6 +64,7 @@ class FakeCompiled:
 
         self.src = src
         self.trace = CompileTrace(kernel_name=src.name)
+        self.num_warps = 4
         kinds = list(src.signature.values())
         calls.formats = ["Q" if kind.startswith("*") else FORMATS[kind] for kind in kinds]
         self._launcher = KernelLauncher(Launcher("FN", kinds, name=src.name,
@@ -333,19 +334,18 @@ def test_call_shapes(gpu):
 def test_real_compiled_kernel_through_its_launcher(monkeypatch):
     """The whole pipeline's CompiledKernel, its real `Launcher.for_kernel` (a stand-in
     backend and cuLaunchKernel): the arguments the GPU would get, first and later launches."""
-    from compiler.codegen.backend import LoadedKernel
     from compiler.compiler import CompiledKernel
+    from compiler.runtime.driver import LoadedKernel
 
     calls = Calls()
     calls.formats = ["Q", "Q", "Q", "i"]
 
-    class Backend:
-        def load_binary(self, name, binary, shared, device=0):
-            return LoadedKernel(name, "MODULE", "FUNCTION", shared)
+    def load_kernel(name, binary, shared, device=0):
+        return LoadedKernel(name, "MODULE", "FUNCTION", shared)
 
     def launcher(self):
         if self._launcher is None:
-            self._launcher = Launcher.for_kernel(self, backend=Backend(), launch_fn=calls)
+            self._launcher = Launcher.for_kernel(self, loader=load_kernel, launch_fn=calls)
         return self._launcher
 
     monkeypatch.setattr(CompiledKernel, "launcher", launcher)

@@ -141,12 +141,12 @@ REFERENCE = Path(__file__).parents[2] / "../shared/reference/triton-3.6-h200/mat
                     reason="ptxas or Triton's reference matmul.ttir missing")
 @pytest.mark.parametrize("num_warps", [8])     # its 128x256 fp32 accumulator needs 8 warps
 def test_ptxas_accepts_pipelined_reference_matmul(num_warps):
-    from compiler.codegen.compile import compile_ttgir
     pipeline = DEFAULT_PIPELINES["ttgir"].replace(
         "convert-triton-to-tritongpu", f"convert-triton-to-tritongpu{{num-warps={num_warps}}}")
     text, _ = run_pipeline(REFERENCE.read_text(), pipeline, stage="ttgir")
     assert "ttg.async_copy_global_to_local" in text
+    from .codegen_kernels import compile_ttgir
     result = compile_ttgir(text)
-    assert "cp.async.cg.shared.global" in result.ptx
-    info = result.cubin_info
+    assert "cp.async.cg.shared.global" in result.asm["ptx"]
+    info = result.trace.cubin_info
     assert info["spill_stores"] == 0 and info["spill_loads"] == 0, info["report"]

@@ -263,22 +263,23 @@ def test_arg_kinds_and_names_from_reference_ttgir(reference_dir):
     assert kernel_arg_names(module) == ["X", "Y", "W", "B", "stride", "N", "eps"]
 
 
-def test_for_kernel_builds_a_bound_launcher_through_the_backend(reference_dir):
-    from compiler.codegen.backend import LoadedKernel
+def test_for_kernel_builds_a_bound_launcher_through_the_driver(reference_dir):
     from compiler.ir.parser import parse_module
+    from compiler.metadata import KernelMetadata
+    from compiler.runtime.driver import LoadedKernel
     module = parse_module((reference_dir / "add.ttgir").read_text())
     loads = []
 
-    class Backend:
-        def load_binary(self, name, binary, shared, device=0):
-            loads.append((name, binary, shared, device))
-            return LoadedKernel(name, "MOD", "FUNCTION", shared)
+    def load_kernel(name, binary, shared, device=0):
+        loads.append((name, binary, shared, device))
+        return LoadedKernel(name, "MOD", "FUNCTION", shared)
 
     kernel = types.SimpleNamespace(name="add_kernel", asm={"ptx": ".target sm_90", "cubin":
-                                   b"\x7fELF..."}, shared=0, metadata={"num_warps": 4},
-                                   num_warps=4, ttgir_module=module)
+                                   b"\x7fELF..."},
+                                   metadata=KernelMetadata.from_ttgir(module, "add_kernel"),
+                                   ttgir_module=module)
     recorder = RecordingLaunch(["Q", "Q", "Q", "i"])
-    bound = Launcher.for_kernel(kernel, backend=Backend(), launch_fn=recorder)
+    bound = Launcher.for_kernel(kernel, loader=load_kernel, launch_fn=recorder)
     assert isinstance(bound, KernelLauncher)
     assert loads == [("add_kernel", b"\x7fELF...", 0, 0)]
     bound.launch((8,), (FakeDeviceTensor(16), FakeDeviceTensor(32), FakeDeviceTensor(48), 99))

@@ -15,20 +15,20 @@ pytestmark = pytest.mark.gpu
 
 def _launch(ttgir_text: str, grid, args) -> list:
     """Compile, load and launch one kernel; returns the device arrays of the array arguments."""
-    from compiler.codegen.compile import compile_ttgir
     from compiler.runtime import driver
+    from tests.cpu.codegen_kernels import compile_ttgir
     from compiler.runtime.device_array import DeviceArray
     from compiler.runtime.launcher import Launcher
 
     result = compile_ttgir(ttgir_text)
-    image = result.cubin if result.cubin is not None else result.ptx
+    image = result.asm["cubin"] if "cubin" in result.asm else result.asm["ptx"]
     module = driver.load_module(image)
-    fn = driver.get_function(module, result.kernel.name)
-    shared = result.kernel.shared_bytes
+    fn = driver.get_function(module, result.name)
+    shared = result.metadata.shared
     if shared > 48 * 1024:
         driver.set_dynamic_shared_memory(fn, shared)
-    launch = Launcher(fn, result.kernel.arg_kinds, name=result.kernel.name).bind(
-        result.kernel.num_warps, shared)
+    launch = Launcher(fn, result.metadata.arg_kinds, name=result.name).bind(
+        result.num_warps, shared)
     device = [DeviceArray.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
               else a for a in args]
     launch(tuple(grid), device)

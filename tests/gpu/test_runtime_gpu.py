@@ -9,7 +9,6 @@ import threading
 import numpy as np
 import pytest
 
-from compiler.codegen.nvidia_backend import NvidiaBackend
 from compiler.runtime import driver
 from compiler.runtime.device_array import DeviceArray
 from compiler.runtime.launcher import ArgumentError, Launcher
@@ -35,7 +34,7 @@ def test_device_info():
     assert driver.device_name()
     free, total = driver.mem_info()
     assert 0 < free <= total
-    assert NvidiaBackend.default_target().arch == major * 10 + minor
+    assert driver.device_arch() == major * 10 + minor
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.int64, np.uint16])
@@ -77,8 +76,7 @@ def test_vector_add_from_cubin_via_backend(tmp_path):
     (tmp_path / "vadd.ptx").write_text(VADD)
     subprocess.run([ptxas, f"-arch=sm_{major}{minor}", str(tmp_path / "vadd.ptx"), "-o",
                     str(tmp_path / "vadd.cubin")], check=True)
-    backend = NvidiaBackend()
-    loaded = backend.load_binary("vadd", (tmp_path / "vadd.cubin").read_bytes(), 0)
+    loaded = driver.load_kernel("vadd", (tmp_path / "vadd.cubin").read_bytes(), 0)
     assert not loaded.module.from_ptx and loaded.num_regs > 0 and loaded.max_threads >= 128
     launcher = Launcher(loaded.function, ["ptr", "ptr", "ptr", "i32"], name="vadd")
     run = launcher.bind(num_warps=2)

@@ -1,0 +1,73 @@
+"""The NVIDIA backend's compile options: the target (compute capability), PTX version, register
+cap, dot precision, warp size. A leaf module (no stage, no driver), so that the stage state, the
+stages and the backend object can all name the one options class without an import cycle.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .backend import BackendOptions, OptionError
+
+DEFAULT_ARCH = 90
+#: Compute capabilities this backend accepts (the NVPTX targets of LLVM 20+, Volta onwards).
+KNOWN_ARCHS = (70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
+DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+#: PTX ISA versions (times ten) the NVPTX target of llvmlite's LLVM emits (`+ptxNN`).
+PTX_VERSIONS = (60, 61, 62, 63, 64, 65, 70, 71, 72, 73, 74, 75, 76, 77, 78, 80, 81, 82, 83, 84,
+                85, 86, 87, 88)
+#: The PTX `.version` used when `ptx_version` is None (what the golden PTX files carry).
+DEFAULT_PTX_VERSION = 80
+
+
+@dataclass(frozen=True)
+class NvidiaOptions(BackendOptions):
+    """Compile options of the NVIDIA backend (the common ones plus NVIDIA's). They are the one
+    definition of the target options: the compile driver's `CompileOptions` derives from this
+    class and adds only its own fields."""
+
+    arch: int = dataclasses.field(default=DEFAULT_ARCH, metadata={
+        "check": lambda v: v in KNOWN_ARCHS,
+        "allowed": "a compute capability such as 80 or 90 (or 'sm_90'); known: "
+                   + ", ".join(map(str, KNOWN_ARCHS))})
+    ptx_version: int | None = dataclasses.field(default=None, metadata={
+        "check": lambda v: v in PTX_VERSIONS,
+        "allowed": "a PTX ISA version times ten that LLVM's NVPTX emits, e.g. 80 for PTX 8.0 "
+                   "(known: " + ", ".join(map(str, PTX_VERSIONS)) + "), or None for 8.0"})
+    maxnreg: int | None = dataclasses.field(default=None, metadata={
+        "check": lambda v: isinstance(v, int) and 16 <= v <= 255,
+        "allowed": "an integer from 16 to 255, or None"})
+    default_dot_input_precision: str = dataclasses.field(default="tf32", metadata={
+        "check": lambda v: v in DOT_PRECISIONS, "allowed": " or ".join(DOT_PRECISIONS)})
+    warp_size: int = dataclasses.field(default=32, metadata={
+        "check": lambda v: v == 32, "allowed": "32 (NVIDIA warps have 32 threads)"})
+    line_info: bool = True
+
+    @property
+    def ptx_arch(self) -> str:
+        """The `.target` / ptxas -arch name, e.g. "sm_90"."""
+        return f"sm_{self.arch}"
+
+    @property
+    def ptx_features(self) -> str:
+        """The NVPTX target features selecting the PTX `.version` (e.g. "+ptx80")."""
+        version = DEFAULT_PTX_VERSION if self.ptx_version is None else self.ptx_version
+        return f"+ptx{version}"
+
+
+def parse_arch(value: Any) -> int:
+    """A compute capability from 90, "90", "sm_90", "sm_90a" or (9, 0)."""
+    if isinstance(value, bool):
+        raise OptionError(f"option 'arch' takes a compute capability, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return value[0] * 10 + value[1]
+    if isinstance(value, str):
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)a?", value.strip())
+        if match:
+            return int(match.group(1))
+    raise OptionError(f"option 'arch' takes a compute capability such as 90, 'sm_90' or (9, 0), "
+                      f"not {value!r}")
