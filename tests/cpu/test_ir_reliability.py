@@ -168,3 +168,10 @@ def test_verifier_errors_of_built_modules_name_the_source_location():
     with pytest.raises(VerificationError, match=rf"{re.escape(__file__)}:1:5: error: "
                                                 r"'math.rsqrt': expects 1 operands"):
         verify_module(module)
+
+
+def test_linear_layouts_need_bases():
+    text = TTGIR.replace("SPT", "1").replace("WARPS", "4").replace(
+        "#ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], "
+        "order = [0]}>", "#ttg.linear<{register = [], lane = [], warp = []}>")
+    rejected(text, VerificationError, "needs bases")
