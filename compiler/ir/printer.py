@@ -32,6 +32,7 @@ class Printer:
         self.loc_order: list[Location] = []
         self.lines: list[tuple] = []         # (op or None, text with region marks)
         self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
+        self.type_texts: dict[int, tuple] = {}   # id(type) -> (type, text)
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -96,9 +97,15 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
-        """A type's text; types holding encodings (`print_with`) print them by alias."""
-        print_with = getattr(t, "print_with", None)
-        return print_with(self) if print_with is not None else str(t)
+        """A type's text (layouts by alias), computed once per type object per print: the
+        cache holds the type itself, so its id cannot be reused while the printer lives.
+        Types holding encodings (`print_with`) print them by alias."""
+        cached = self.type_texts.get(id(t))
+        if cached is None:
+            print_with = getattr(t, "print_with", None)
+            text = print_with(self) if print_with is not None else str(t)
+            cached = self.type_texts[id(t)] = (t, text)
+        return cached[1]
 
     def types(self, ts) -> str:
         return ", ".join(self.type(t) for t in ts)
@@ -245,6 +252,14 @@ def print_module(module: Module, context: Context | None = None) -> str:
 def print_module_with_lines(module: Module, context: Context | None = None) -> tuple[str, dict]:
     """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
     `context` (the default when None) gives the fixed aliases the text may need."""
+    text, op_lines, _ = print_module_with_printer(module, context)
+    return text, op_lines
+
+
+def print_module_with_printer(module: Module, context: Context | None = None) \
+        -> tuple[str, dict, "Printer"]:
+    """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
+    tools that record what the text shows as data."""
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -256,13 +271,12 @@ def print_module_with_lines(module: Module, context: Context | None = None) -> t
     body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
     for alias, definition in resolve(context).fixed_aliases().items():
-        used = re.compile(re.escape(alias) + r"(?![\w.])")
-        if any(used.search(line) for _, line in body):
+        if any(alias in line for _, line in body):
             header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [line for _, line in body] + footer) + "\n"
-    return text, op_lines
+    return text, op_lines, p
 
 
 def enc_text(p: Printer, enc) -> str:

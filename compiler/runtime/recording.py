@@ -73,10 +73,13 @@ class Recorder:
     pipeline so that their traces have every stage (the explorer's `--no-gpu` mode)."""
 
     full_compile: bool = True
+    interpret: bool = False                          # run every launch in the interpreter
+    compile_options: dict = field(default_factory=dict)   # e.g. {"pipelines": {...}}
     traces: list = field(default_factory=list)       # CompileTrace, first seen first
     kernels: list = field(default_factory=list)      # CompiledKernel objects compiled
     launches: list = field(default_factory=list)     # LaunchEvent
     last_arguments: dict = field(default_factory=dict)   # id(trace) -> LaunchArguments
+    compile_failures: list = field(default_factory=list)  # (kernel name, message)
 
     def add_trace(self, trace) -> None:
         """Keep `trace` once (by identity)."""
@@ -135,9 +138,13 @@ class LaunchObserver:
 
 
 @contextmanager
-def record(full_compile: bool = True):
-    """Collect every compiled kernel and every launch inside the block; yields the Recorder."""
-    recorder = Recorder(full_compile=full_compile)
+def record(full_compile: bool = True, interpret: bool = False,
+           compile_options: dict | None = None):
+    """Collect every compiled kernel and every launch inside the block; yields the Recorder.
+    `interpret`: kernels defined inside the block run in the interpreter; `compile_options`:
+    compile options (e.g. `pipelines`) every compile inside the block uses over its own."""
+    recorder = Recorder(full_compile=full_compile, interpret=interpret,
+                        compile_options=dict(compile_options or {}))
     ACTIVE.append(recorder)
     try:
         yield recorder
@@ -148,6 +155,26 @@ def record(full_compile: bool = True):
 def wants_full_compile() -> bool:
     """True when an active recorder wants interpreter launches compiled through every stage."""
     return any(r.full_compile for r in ACTIVE)
+
+
+def forces_interpreter() -> bool:
+    """True when an active recorder asks for every launch to run in the interpreter."""
+    return any(r.interpret for r in ACTIVE)
+
+
+def compile_overrides() -> dict:
+    """The compile options the active recorders set (the innermost wins)."""
+    options: dict = {}
+    for recorder in ACTIVE:
+        options.update(recorder.compile_options)
+    return options
+
+
+def on_compile_failure(kernel_name: str, message: str) -> None:
+    """Called by the jit when a full compile it could do without (an interpreter launch)
+    failed, so a tool that asked for that compile can report it."""
+    for recorder in ACTIVE:
+        recorder.compile_failures.append((kernel_name, message))
 
 
 def on_compile(kernel) -> None:

@@ -65,7 +65,7 @@ class LinkedView(Vertical):
             yield CodeView(id="linked-ttgir")
             yield CodeView(id="linked-ptx")
         yield CodeView(id="linked-python")
-        yield Static(id="linked-status")
+        yield Static(id="linked-status", markup=False)
 
     def show_trace(self, trace: CompileTrace) -> None:
         """Load the three texts and the maps of a trace."""
