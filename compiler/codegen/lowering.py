@@ -239,6 +239,7 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
     fn.set_metadata("dbg", debug.subprogram)
 
     ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op))
+    ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"

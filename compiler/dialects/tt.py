@@ -528,6 +528,55 @@ AssertOp = define_op("AssertOp", "tt.assert", None,
                      (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
                      condition=operand(0))
 
+# ---- in-kernel profiling ----------------------------------------------------------------------
+class _ProfileRecordSyntax(Syntax):
+    """`tt.profile_enter 3 "loop L12" {attrs}`: the region id, then its name."""
+
+    def print(self, p, op, indent):
+        rest = p.attr_dict(op.attributes, exclude=("region", "name"))
+        return f"{op.name} {op.attributes['region'].value} {op.attributes['name']}{rest}"
+
+    def parse(self, ps, cls, num_results):
+        region = ps.integer()
+        name = ps.string()
+        attrs = ps.attr_dict()
+        attrs.update(region=IntegerAttr(region, IntegerType(32)), name=StringAttr(name))
+        return OpParts([], [], attrs)
+
+
+def _verify_profile_record(op) -> None:
+    expect_operands(op, 0)
+    if op.results:
+        raise VerificationError(op, "has no results")
+    region = op.attributes.get("region")
+    if region is None or not isinstance(region.value, int) or region.value < 0:
+        raise VerificationError(op, "needs a `region` id >= 0")
+    if not isinstance(op.attributes.get("name"), StringAttr):
+        raise VerificationError(op, "needs a `name` string")
+
+
+class ProfileRecordOp(Operation):
+    """Base of `tt.profile_enter` / `tt.profile_exit`: one timestamp record of region `region`
+    (`kind`: 0 enter, 1 exit). MemoryWrite (they store into the profile buffer), never Pure:
+    CSE must not merge them, LICM must not hoist them, DCE must not drop them. Outside a module
+    the `instrument-regions` pass has run on, the lowering emits nothing for them."""
+
+    syntax = _ProfileRecordSyntax()
+    traits = (MemoryWrite,)
+    kind: int = 0
+    verify_op = _verify_profile_record
+    region = attr("region")
+    label = attr("name")
+
+
+ProfileEnterOp = define_op("ProfileEnterOp", "tt.profile_enter", ProfileRecordOp.syntax,
+                           ProfileRecordOp.traits, doc="`tt.profile_enter`: region `region` "
+                           "starts (see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp = define_op("ProfileExitOp", "tt.profile_exit", ProfileRecordOp.syntax,
+                          ProfileRecordOp.traits, doc="`tt.profile_exit`: region `region` ends "
+                          "(see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp.kind = 1
+
 
 # ---- operand, result and attribute declarations (checked before the verifiers above) --------
 set_counts([FuncOp], operands=0, results=0, regions=1)
@@ -543,6 +592,7 @@ set_counts([AtomicRMWOp], operands=(2, 3), results=1)
 set_counts([AtomicCASOp, DotOp], operands=3, results=1)
 set_counts([ReduceOp, ScanOp], operands=(1, None), results=(1, None), regions=1)
 set_counts([PrintOp, AssertOp], operands=ANY, results=0)
+set_counts([ProfileEnterOp, ProfileExitOp], operands=0, results=0)
 set_attribute_kinds([FuncOp], sym_name=StringAttr, function_type=TypeAttr)
 set_attribute_kinds([CallOp], callee=SymbolRefAttr)
 set_attribute_kinds([GetProgramIdOp, GetNumProgramsOp, ExpandDimsOp, ReduceOp, ScanOp],
@@ -550,6 +600,7 @@ set_attribute_kinds([GetProgramIdOp, GetNumProgramsOp, ExpandDimsOp, ReduceOp, S
 set_attribute_kinds([MakeRangeOp], start=IntegerAttr, end=IntegerAttr)
 set_attribute_kinds([TransOp], order=DenseArrayAttr)
 set_attribute_kinds([AtomicRMWOp], atomic_rmw_op=StringAttr)
+set_attribute_kinds([ProfileEnterOp, ProfileExitOp], region=IntegerAttr, name=StringAttr)
 
 
 def _verify_calls(module) -> None:
