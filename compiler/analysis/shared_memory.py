@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
-from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp,
-                                  TransOp)
+from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, PointerType, ReduceOp,
+                                  ReshapeOp, ScanOp, TransOp)
 from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
-                                   NVMMASharedEncoding, NvidiaMmaEncoding)
+                                   MemDescType, NVMMASharedEncoding, NvidiaMmaEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
-from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
 ALIGNMENT = 16
 

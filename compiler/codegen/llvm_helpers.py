@@ -6,7 +6,8 @@ import struct
 
 from llvmlite import ir
 
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType, Type
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import FloatType, IntegerType, TensorType, Type
 
 
 class BFloatType(ir.Type):

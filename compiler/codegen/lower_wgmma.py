@@ -19,7 +19,8 @@ from llvmlite import ir
 
 from compiler.analysis.layout_to_linear import LANE, REGISTER, WARP, to_linear_layout
 from compiler.dialects import ttng
-from compiler.ir.types import MemDescType, TensorType
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType
 
 from .llvm_helpers import I64, i32, inline_ptx, llvm_type, pack_words, type_bits, unpack_words
 from .lowering import LoweringError

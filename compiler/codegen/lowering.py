@@ -17,9 +17,10 @@ import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
 from compiler.analysis.layout_to_linear import LayoutConversionError
+from compiler.dialects.tt import PointerType
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
-from compiler.ir.types import PointerType, TensorType, shape_of
+from compiler.ir.types import TensorType, shape_of
 from compiler.metadata import KernelMetadata, MetadataError
 
 from . import vector_width as vw

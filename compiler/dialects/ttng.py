@@ -12,10 +12,11 @@ from compiler.ir.accessors import attr, operand
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Syntax
 from compiler.ir.traits import LayoutAnchor, LayoutBarrier, MemoryRead, MemoryWrite
-from compiler.ir.types import MemDescType, TensorType
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, expect_operands
+from .common import define_op, expect_operands, set_counts
 
 
 class _WarpGroupDotSyntax(Syntax):
@@ -91,3 +92,7 @@ WarpGroupDotWaitOp = define_op(
     doc="`ttng.warp_group_dot_wait {pendings}`: wait until at most `pendings` groups of "
         "asynchronous warp-group dots are in flight (wgmma.wait_group); its results are its "
         "operands, now complete.")
+
+
+set_counts([WarpGroupDotOp], operands=3, results=1)
+set_counts([WarpGroupDotWaitOp], operands=(1, None), results=(1, None))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 
+from compiler.dialects.tt import PointerType
 from compiler.ir import types as irt
 
 
@@ -191,7 +192,7 @@ class pointer_type(dtype):
 
     def to_ir(self) -> irt.Type:
         """The IR type."""
-        return irt.PointerType(self.element_ty.to_ir(), self.address_space)
+        return PointerType(self.element_ty.to_ir(), self.address_space)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, pointer_type) and other.element_ty == self.element_ty

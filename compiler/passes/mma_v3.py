@@ -20,7 +20,8 @@ from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir.attributes import BoolAttr, IntegerAttr, StringAttr
 from compiler.ir.core import Operation, Value
 from compiler.ir.traits import MemoryRead
-from compiler.ir.types import MemDescType, TensorType, i32
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType, i32
 
 from compiler.dialects.arith import BINARY_OPS, CAST_OPS
 

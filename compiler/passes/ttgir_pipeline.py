@@ -22,7 +22,8 @@ from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir.attributes import BoolAttr
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
-from compiler.ir.types import MemDescType, TensorType, i1, i32
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType, i1, i32
 
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.dialects.tt import PointerType
 from compiler.ir.core import Block, Module, Operation
 from compiler.ir.traits import Terminator
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
 from .interp import control, elementwise, profile, tensor_ops  # noqa: F401  (register semantics)
 from .interp.arguments import bind_arguments

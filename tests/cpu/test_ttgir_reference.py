@@ -11,7 +11,8 @@ from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMm
 from compiler.dialects.ttng import WarpGroupDotOp
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import Printer
-from compiler.ir.types import MemDescType, TensorType
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType
 from compiler.passes.manager import DEFAULT_PIPELINES
 from tests.cpu.pass_helpers import patterns_fired, run_pipeline
 
