@@ -26,6 +26,7 @@ from compiler.ir.verifier import verify_module
 from compiler.stage_state import (BACKEND, DRIVER_KEY_OPTIONS, CompileOptions,  # noqa: F401
                                   CompileState, KernelMetadata, backend_for)
 from compiler.trace import CompileTrace
+from compiler.watchdog import Watchdog
 
 class CompiledKernel:
     """A compiled specialization: every stage's text (`asm`), metadata, trace, and `launch`."""
@@ -148,7 +149,8 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
             from compiler.passes.requirements import check_stage_input
             check_stage_input(state.ttgir, name)
         start = time.perf_counter()
-        stage(state)
+        with Watchdog(state.options.stage_timeout_s, name) as state.watchdog:
+            stage(state)
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3
         if name == stop_after:
             break
