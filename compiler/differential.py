@@ -111,11 +111,23 @@ def copy_arguments(args) -> list:
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-def _interpret(module: Module, grid, args) -> list:
+def _interpret(module: Module, grid, args, outputs=None) -> list:
+    """The arrays among `outputs` (argument indices; None: every array) after interpreting
+    `module` on copies of `args`."""
     from compiler.runtime.interpreter import interpret
     args = copy_arguments(args)
     interpret(module, grid, args)
-    return [a for a in args if isinstance(a, np.ndarray)]
+    return [a for i, a in enumerate(args) if isinstance(a, np.ndarray)
+            and (outputs is None or i in outputs)]
+
+
+def written_arguments(args, after: list) -> list:
+    """The indices of the array arguments a run changed (its outputs); every array's index
+    when it changed none."""
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    changed = [i for i, a in zip(arrays, after)
+               if a.shape != args[i].shape or not np.array_equal(a, args[i], equal_nan=True)]
+    return changed or arrays
 
 
 def count_mismatches(want: list, got: list, rtol: float, atol: float) -> tuple[int, int]:
@@ -160,17 +172,21 @@ def snapshot_passes(ttir: Module, pipelines: dict | None = None, options: dict |
 
 def check_passes(ttir: Module, grid, args, pipelines: dict | None = None,
                  options: dict | None = None, rtol: float = 1e-3, atol: float = 1e-3,
-                 kernel: str | None = None) -> DifferentialReport:
+                 kernel: str | None = None, outputs=None) -> DifferentialReport:
     """Interpret `ttir` (unoptimized: the reference) and the module after every ttir and ttgir
-    pass with copies of `args`; report the first pass whose arrays differ (see the module)."""
+    pass with copies of `args`; report the first pass whose outputs differ (see the module).
+    `outputs`: the indices of the arguments to compare (default: the arrays the reference
+    run wrote)."""
     name = kernel or _kernel_name(ttir)
     report = DifferentialReport(name)
     reference_text = print_module(ttir)
     try:
-        want = _interpret(ttir, grid, args)
+        every = _interpret(ttir, grid, args)
     except Exception as err:  # the reference cannot run on these inputs: say so
         report.reference_error = f"{type(err).__name__}: {err}"
         return report
+    outputs = set(written_arguments(args, every) if outputs is None else outputs)
+    want = _interpret(ttir, grid, args, outputs)
     previous_text, previous = reference_text, (0, sum(w.size for w in want), None)
     for stage, position, pass_name, module, error in snapshot_passes(ttir, pipelines, options):
         text = print_module(module) if module is not None else previous_text
@@ -180,7 +196,7 @@ def check_passes(ttir: Module, grid, args, pipelines: dict | None = None,
         elif check.changed:
             try:
                 check.mismatched, check.total = count_mismatches(
-                    want, _interpret(module, grid, args), rtol, atol)
+                    want, _interpret(module, grid, args, outputs), rtol, atol)
             except Exception as err:  # the pass made IR the interpreter cannot run
                 check.error = f"the interpreter failed after it: {type(err).__name__}: {err}"
         else:
@@ -225,7 +241,7 @@ def _gpu_run(ttir: Module, pipelines: dict, options: dict | None, grid, args) ->
 
 def check_passes_on_gpu(ttir: Module, grid, args, pipelines: dict | None = None,
                         options: dict | None = None, rtol: float = 1e-3, atol: float = 1e-3,
-                        kernel: str | None = None) -> DifferentialReport:
+                        kernel: str | None = None, outputs=None) -> DifferentialReport:
     """On the GPU: compile pipelines cut after each ttir and ttgir pass, launch each on copies
     of `args` and compare with the cut after no pass (the reference); the first pass whose
     outputs differ, as `check_passes` reports it."""
@@ -236,10 +252,13 @@ def check_passes_on_gpu(ttir: Module, grid, args, pipelines: dict | None = None,
     report = DifferentialReport(kernel or _kernel_name(ttir), mode="gpu")
     reference = {"ttir": "", "ttgir": "convert-triton-to-tritongpu"}
     try:
-        want = _gpu_run(ttir, reference, options, grid, args)
+        every = _gpu_run(ttir, reference, options, grid, args)
     except Exception as err:  # the reference cannot compile or run: say so
         report.reference_error = f"{type(err).__name__}: {err}"
         return report
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    keep = set(written_arguments(args, every) if outputs is None else outputs)
+    want = [a for i, a in zip(arrays, every) if i in keep]
     previous_text = print_module(ttir)
     for stage, position, pass_name, module, error in snapshot_passes(ttir, full, options):
         text = print_module(module) if module is not None else previous_text
@@ -247,6 +266,7 @@ def check_passes_on_gpu(ttir: Module, grid, args, pipelines: dict | None = None,
         if error is None:
             try:
                 got = _gpu_run(ttir, _cut_pipelines(full, stage, position), options, grid, args)
+                got = [a for i, a in zip(arrays, got) if i in keep]
                 check.mismatched, check.total = count_mismatches(want, got, rtol, atol)
             except Exception as err:  # the cut does not compile or launch: the pass's doing
                 check.error = f"the cut after it fails: {type(err).__name__}: {err}"
@@ -330,12 +350,30 @@ class KernelCase:
     options: dict = field(default_factory=dict)
 
 
+class _FirstLaunches:
+    """A launch observer keeping, per kernel, its first launch's grid and a copy of its
+    arguments as they were before the launch (the kernel's inputs)."""
+
+    def __init__(self):
+        self.seen: dict = {}         # kernel name -> (trace, grid, arguments)
+
+    def launch_begin(self, entry, grid, args, stream, backend, jit=None, bound=None):
+        trace = getattr(entry, "trace", None)
+        if trace is not None and trace.kernel_name not in self.seen:
+            self.seen[trace.kernel_name] = (trace, tuple(grid),
+                                            [_as_numpy(a) for a in args])
+        return None
+
+    def launch_end(self, token) -> None:
+        """Nothing to do after a launch."""
+
+
 def cases_from_script(path: str | Path, kernel: str | None = None, seed: int = 0,
                       script_args=()) -> list:
     """Run a kernel script under the interpreter and return, per kernel it launched (only
-    `kernel` when given), its unoptimized ttir with the last launch's grid and arguments (float
-    arrays refilled with seeded random numbers, see `randomize`)."""
-    from compiler.runtime.recording import record
+    `kernel` when given), its unoptimized ttir with its first launch's grid and arguments
+    (float arrays refilled with seeded random numbers, see `randomize`)."""
+    from compiler.runtime.recording import OBSERVERS, record
     from compiler.triton_alias import install
     path = Path(path)
     saved = os.environ.get("TILE_INTERPRET"), sys.argv, list(sys.path)
@@ -343,29 +381,27 @@ def cases_from_script(path: str | Path, kernel: str | None = None, seed: int = 0
     install()
     sys.argv = [str(path), *script_args]
     sys.path.insert(0, str(path.resolve().parent))
+    launches = _FirstLaunches()
+    OBSERVERS.append(launches)
     try:
-        with record(full_compile=True) as recorder:
+        with record(full_compile=False):
             runpy.run_path(str(path), run_name="__main__")
     finally:
+        OBSERVERS.remove(launches)
         interp, sys.argv, sys.path[:] = saved[0], saved[1], saved[2]
         if interp is None:
             os.environ.pop("TILE_INTERPRET", None)
         else:
             os.environ["TILE_INTERPRET"] = interp
     cases = []
-    for trace in recorder.traces:
-        if kernel is not None and trace.kernel_name != kernel:
-            continue
-        held = recorder.arguments_of(trace)
-        arguments = held.resolve() if held is not None else None
-        text = trace.stage_inputs.get("ttir")
-        if arguments is None or not text:
+    for name, (trace, grid, arguments) in launches.seen.items():
+        text = trace.stage_inputs.get("ttir") or trace.stages.get("ttir")
+        if (kernel is not None and name != kernel) or not text:
             continue
         spec_options = (trace.specialization or {}).get("options") or {}
         options = {k: v for k, v in spec_options.items() if k in ("num_warps", "num_stages")}
-        cases.append(KernelCase(trace.kernel_name, parse_module(text, f"{trace.kernel_name}.ttir"),
-                                held.grid, randomize([_as_numpy(a) for a in arguments], seed),
-                                options))
+        cases.append(KernelCase(name, parse_module(text, f"{name}.ttir"), grid,
+                                randomize(arguments, seed), options))
     return cases
 
 

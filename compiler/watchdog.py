@@ -19,6 +19,15 @@ from compiler.passes.manager import PassInstrumentation
 
 #: The default limit per stage in seconds: generous, a bound on hangs, not on slow compiles.
 DEFAULT_STAGE_TIMEOUT_S = 120.0
+#: Callables `(stage, pass_name or None)` told when a stage or a pass starts (the isolation
+#: worker reports progress through it, so that a crash names where it happened).
+PROGRESS_LISTENERS: list = []
+
+
+def report_progress(stage: str, pass_name: str | None = None) -> None:
+    """Tell every `PROGRESS_LISTENERS` entry that `stage` (and `pass_name` in it) starts."""
+    for listener in PROGRESS_LISTENERS:
+        listener(stage, pass_name)
 
 
 class StageTimeout(Exception):
@@ -67,6 +76,7 @@ class Watchdog:
             _set_async_exc(self._thread_id, _Interrupt)
 
     def __enter__(self) -> "Watchdog":
+        report_progress(self.stage)
         if self.limit_s is not None:
             self._thread_id = threading.get_ident()
             self._timer = threading.Timer(self.limit_s, self._fire)
@@ -99,6 +109,7 @@ class WatchdogInstrumentation(PassInstrumentation):
         """Note the pass about to run (a timeout inside it names it)."""
         if self.watchdog is not None:
             self.watchdog.pass_name = run.pass_.name
+        report_progress(run.stage, run.pass_.name)
 
     def after_pass(self, run, module) -> None:
         """The pass is over: the stage runs outside any pass again."""

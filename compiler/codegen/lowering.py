@@ -32,7 +32,7 @@ from compiler.watchdog import StageTimeout
 from . import vector_width as vw
 from .layout_check import layout_problem
 from .lowering_errors import LoweringError, op_site
-from .debuginfo import DebugInfo, op_lines, python_location
+from .debuginfo import DEBUG_NAMED_METADATA, DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
 from .registry import lowering_for
@@ -306,7 +306,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     if not options.fp_fusion:
         _forbid_contraction(module)
     llvm_text = str(module)
-    check_llvm_ir(llvm_text, name)
+    check_llvm_ir(module, name)
     if options.optimize:
         from .optimize import optimize_llvm
         llvm_text = optimize_llvm(llvm_text)
@@ -322,18 +322,47 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
                          llvm_module=module)
 
 
-def check_llvm_ir(llvm_text: str, kernel: str) -> None:
-    """Have LLVM parse and verify the lowered IR; a `LoweringError` (a lowering bug, e.g. a
-    float constant where an integer was meant) when it does not, so malformed IR never reaches
-    LLVM's optimizer or code generator, whose failures abort the process."""
+def check_llvm_ir(module: ir.Module, kernel: str) -> None:
+    """Have LLVM parse and verify the lowered module; a `LoweringError` (a lowering bug, e.g.
+    an intrinsic given the wrong type) when it does not, so malformed IR never reaches LLVM's
+    optimizer or code generator, whose failures abort the process. LLVM's parser verifies a
+    module with debug info itself and aborts when it is broken, so the module is checked
+    printed without its debug info (then `verify()` reports problems as exceptions)."""
     import llvmlite.binding as llvm
     try:
-        llvm.parse_assembly(llvm_text).verify()
+        llvm.parse_assembly(_text_without_debug_info(module)).verify()
     except RuntimeError as err:
         raise LoweringError(f"internal error: the lowering of {kernel} made LLVM IR that LLVM "
                             f"rejects: {str(err).strip()}. This is a compiler bug, not a problem "
                             f"with the kernel; please report it with the kernel's ttgir "
                             f"(TILE_KERNEL_DUMP=1 writes it)", internal=True) from None
+
+
+def _text_without_debug_info(module: ir.Module) -> str:
+    """The module's text without its debug locations, subprograms and debug module flags
+    (taken off while printing, then put back)."""
+    taken = []
+    for function in module.functions:
+        for holder in [function, *(i for b in function.blocks for i in b.instructions)]:
+            if "dbg" in holder.metadata:
+                taken.append((holder, holder.metadata.pop("dbg")))
+                _forget_text(holder)
+    named = {name: module.namedmetadata.pop(name) for name in DEBUG_NAMED_METADATA
+             if name in module.namedmetadata}
+    try:
+        return str(module)
+    finally:
+        for holder, value in taken:
+            holder.metadata["dbg"] = value
+            _forget_text(holder)
+        module.namedmetadata.update(named)
+
+
+def _forget_text(value) -> None:
+    """Drop llvmlite's cached text of an instruction (it caches `str()` per value)."""
+    clear = getattr(value, "_clear_string_cache", None)
+    if clear is not None:
+        clear()
 
 
 def _forbid_contraction(module: ir.Module) -> None:
