@@ -6,8 +6,8 @@ its layouts), with the same inputs, and compares every array argument afterwards
 reference; the `DifferentialReport` names the first pass whose results differ (or whose output
 the interpreter cannot run), the number of mismatched elements, and that pass's IR diff.
 `check_passes_on_gpu` does the same on the GPU with pipelines cut after each pass (each cut is
-compiled through the llir stage; `convert-triton-to-tritongpu` is added when the cut has no
-layouts yet). `bisect(path, kernel=None)` is the entry point of `tile-explore bisect`: it takes
+compiled through the llir stage; `inline` and `convert-triton-to-tritongpu`, which the
+lowering needs, are added to a cut that lacks them). `bisect(path, kernel=None)` is the entry point of `tile-explore bisect`: it takes
 a kernel script (run under the interpreter, its recorded launch arguments reused with their
 float contents replaced by seeded random numbers) or a .ttir/.ttgir file (inputs made up from
 the kernel's signature).
@@ -221,7 +221,9 @@ def _cut_pipelines(pipelines: dict, stage: str, upto: int) -> dict:
     ttir = pipelines["ttir"].split(",") if pipelines["ttir"] else []
     ttgir = pipelines["ttgir"].split(",") if pipelines["ttgir"] else []
     if stage == "ttir":
-        return {"ttir": ",".join(ttir[:upto + 1]), "ttgir": "convert-triton-to-tritongpu"}
+        cut = ttir[:upto + 1]
+        return {"ttir": ",".join(cut if "inline" in cut else ["inline", *cut]),
+                "ttgir": "convert-triton-to-tritongpu"}
     return {"ttir": ",".join(ttir), "ttgir": ",".join(ttgir[:upto + 1])}
 
 
@@ -250,7 +252,7 @@ def check_passes_on_gpu(ttir: Module, grid, args, pipelines: dict | None = None,
                                                                    DEFAULT_PIPELINES[stage]))
             for stage in INTERPRETED_STAGES}
     report = DifferentialReport(kernel or _kernel_name(ttir), mode="gpu")
-    reference = {"ttir": "", "ttgir": "convert-triton-to-tritongpu"}
+    reference = {"ttir": "inline", "ttgir": "convert-triton-to-tritongpu"}  # what llir needs
     try:
         every = _gpu_run(ttir, reference, options, grid, args)
     except Exception as err:  # the reference cannot compile or run: say so

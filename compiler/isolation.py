@@ -13,7 +13,10 @@ kernel comes back rebuilt from its trace, cubin and metadata (its modules re-par
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import sys
+import tempfile
 import signal
 import warnings
 from typing import Any, Callable
@@ -52,8 +55,12 @@ def _describe_exit(exitcode: int | None) -> str:
     return f"exited with status {exitcode} without an answer"
 
 
-def _worker(connection, fn, args, kwargs) -> None:
+def _worker(connection, stderr_path, fn, args, kwargs) -> None:
+    import faulthandler
     from compiler.watchdog import PROGRESS_LISTENERS
+    faulthandler.disable()           # a crash is reported by the caller, not as a C stack
+    with open(stderr_path, "wb") as captured:   # LLVM's last words, for the caller
+        os.dup2(captured.fileno(), 2)
     PROGRESS_LISTENERS.append(lambda stage, pass_name: connection.send(("at", stage,
                                                                         pass_name)))
     try:
@@ -83,11 +90,49 @@ def run_isolated(fn: Callable, *args, kernel: str = "kernel", timeout_s: float |
     """`fn(*args, **kwargs)` run in a worker process; its result, or its exception raised
     here. A worker that dies raises `CompileCrashed` (naming `kernel` and the stage and pass
     the worker last reported); one that runs past `timeout_s` is killed and reported so."""
+    with tempfile.TemporaryDirectory(prefix="tile-worker-") as folder:
+        stderr_path = os.path.join(folder, "stderr")
+        try:
+            return _run_worker(fn, args, kwargs, kernel, timeout_s, stderr_path)
+        finally:
+            _forward_output(stderr_path)
+
+
+def _last_words(stderr_path: str, lines: int = 8) -> str:
+    try:
+        with open(stderr_path, "rb") as captured:
+            text = captured.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _forward_output(stderr_path: str) -> None:
+    """What the worker wrote on stderr (warnings, tool messages), for the caller to see."""
+    try:
+        with open(stderr_path, "rb") as captured:
+            text = captured.read().decode("utf-8", "replace")
+    except OSError:
+        return
+    if text:
+        sys.stderr.write(text)
+
+
+def _crashed(kernel, stage, pass_name, how, stderr_path) -> CompileCrashed:
+    words = _last_words(stderr_path)
+    if words:
+        how += f"; its last output:\n{words}\n"
+    open(stderr_path, "wb").close()      # shown in the error: not forwarded again
+    return CompileCrashed(kernel, stage, pass_name, how)
+
+
+def _run_worker(fn, args, kwargs, kernel, timeout_s, stderr_path):
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
     with warnings.catch_warnings():      # forking a threaded caller: the child only compiles
         warnings.simplefilter("ignore", DeprecationWarning)
-        process = context.Process(target=_worker, args=(sender, fn, args, kwargs), daemon=True)
+        process = context.Process(target=_worker,
+                                  args=(sender, stderr_path, fn, args, kwargs), daemon=True)
         process.start()
     sender.close()
     stage = pass_name = None
@@ -97,14 +142,14 @@ def run_isolated(fn: Callable, *args, kernel: str = "kernel", timeout_s: float |
             if not receiver.poll(timeout_s):
                 process.kill()
                 process.join()
-                raise CompileCrashed(kernel, stage, pass_name,
-                                     f"ran past {timeout_s:g} s and was stopped")
+                raise _crashed(kernel, stage, pass_name,
+                               f"ran past {timeout_s:g} s and was stopped", stderr_path)
             try:
                 message = receiver.recv()
             except (EOFError, OSError):   # the worker died without an answer
                 process.join()
-                raise CompileCrashed(kernel, stage, pass_name,
-                                     _describe_exit(process.exitcode)) from None
+                raise _crashed(kernel, stage, pass_name, _describe_exit(process.exitcode),
+                               stderr_path) from None
             except pickle.UnpicklingError as err:
                 process.join()
                 raise WorkerError(f"the worker's answer could not be read: {err}") from None

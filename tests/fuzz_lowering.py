@@ -26,7 +26,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-REFERENCE = Path("/work/shared/reference/triton-3.6-h200")
 SAMPLE_KERNELS = ("vector_add", "softmax", "layernorm", "matmul")
 HANG_SECONDS = 20
 #: Values a layout field or a shape dimension is replaced by (odd, zero, huge, float, ...).
@@ -66,6 +65,7 @@ def seeds() -> tuple[tuple[str, str], ...]:
         compiled = compile_source(source, options=options, stop_after="ttgir")
         out.append((kernel, compiled.trace.stages["ttgir"]))
     from compiler.ir import parse_module
+    from tests.conftest import REFERENCE
     for path in sorted(REFERENCE.glob("*.ttgir")) if REFERENCE.is_dir() else ():
         text = path.read_text()
         try:

@@ -80,8 +80,10 @@ def stage_llir(state: CompileState) -> None:
         try:
             run_pipeline(state, "llir", unit)
         except PassFailure as err:   # the lowering's own error is already located: keep it
-            if isinstance(err.__cause__, LoweringError):
-                raise err.__cause__ from None
+            located = err.__cause__
+            if isinstance(located, LoweringError):
+                located.__suppress_context__ = True    # keep its own cause, not the wrapper
+                raise located
             raise
         if unit.lowered is None:
             raise ValueError("the llir pipeline must lower the kernel: start it with "
