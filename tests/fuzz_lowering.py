@@ -65,8 +65,7 @@ def seeds() -> tuple[tuple[str, str], ...]:
         compiled = compile_source(source, options=options, stop_after="ttgir")
         out.append((kernel, compiled.trace.stages["ttgir"]))
     from compiler.ir import parse_module
-    from tests.conftest import REFERENCE
-    for path in sorted(REFERENCE.glob("*.ttgir")) if REFERENCE.is_dir() else ():
+    for path in sorted(_reference_dir().glob("*.ttgir")):
         text = path.read_text()
         try:
             parse_module(text, str(path))
@@ -74,6 +73,15 @@ def seeds() -> tuple[tuple[str, str], ...]:
             continue
         out.append((f"triton:{path.stem}", text))
     return tuple(out)
+
+
+def _reference_dir() -> Path:
+    """Triton's reference outputs: the tests' folder (TILE_REFERENCE_DIR, shared/ beside the
+    checkout), else shared/ beside the folder of worktrees."""
+    from tests.conftest import PROJECT_ROOT, REFERENCE
+    if REFERENCE.is_dir():
+        return REFERENCE
+    return PROJECT_ROOT.parent.parent / "shared" / "reference" / "triton-3.6-h200"
 
 
 # ---- mutations -----------------------------------------------------------------------------

@@ -11,10 +11,12 @@ in the helpers. The verifier may check the same things earlier; this is the lowe
 from __future__ import annotations
 
 from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding,
-                                   SliceEncoding)
+                                   SliceEncoding, SwizzledSharedEncoding)
 
 #: Registers (elements, duplicates included) one thread may hold for one tensor: far above any
 #: real kernel (Triton spills long before), low enough that a typo cannot compile for minutes.
+#: A thread may also not hold more than four copies' worth of the whole tensor (a sizePerThread
+#: far beyond the shape only duplicates elements, and makes LLVM's optimizer crawl).
 MAX_REGISTERS_PER_THREAD = 1 << 14
 #: mma versions the lowering knows (v2: mma.sync, v3: wgmma).
 MMA_VERSIONS = (2, 3)
@@ -61,10 +63,26 @@ def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
     tile = layout.shape_per_cta_tile()
     registers = _product(layout.size_per_thread) * _product(
         max(1, s // t) for s, t in zip(shape, tile))
-    if registers > MAX_REGISTERS_PER_THREAD:
-        return (f"each thread would hold {registers} registers of this tensor (more than "
-                f"{MAX_REGISTERS_PER_THREAD}); sizePerThread = {list(layout.size_per_thread)} "
-                f"is far too large")
+    numel = _product(shape)
+    if registers > MAX_REGISTERS_PER_THREAD or registers > max(64, 4 * numel):
+        return (f"each thread would hold {registers} registers of this {numel}-element tensor; "
+                f"sizePerThread = {list(layout.size_per_thread)} is far too large for its "
+                f"shape")
+    return None
+
+
+def shared_layout_problem(layout, shape: tuple) -> str | None:
+    """Why a shared-memory buffer of `shape` in `layout` cannot be lowered, or None."""
+    if not isinstance(layout, SwizzledSharedEncoding):
+        return None
+    rank = len(layout.order)
+    if rank > len(shape) or sorted(layout.order) != list(range(rank)):
+        return (f"order = {list(layout.order)} is not a permutation of the buffer's "
+                f"{min(rank, len(shape))} dims")
+    for name, value in (("vec", layout.vec), ("perPhase", layout.per_phase),
+                        ("maxPhase", layout.max_phase)):
+        if not _power_of_two(value):
+            return f"{name} = {value} must be a power of two (>= 1)"
     return None
 
 

@@ -24,13 +24,13 @@ import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
-from compiler.ir.types import PointerType, TensorType, shape_of
+from compiler.ir.types import MemDescType, PointerType, TensorType, shape_of
 from compiler.metadata import KernelMetadata, MetadataError
 
 from compiler.watchdog import StageTimeout
 
 from . import vector_width as vw
-from .layout_check import layout_problem
+from .layout_check import layout_problem, shared_layout_problem
 from .lowering_errors import LoweringError, op_site
 from .debuginfo import DEBUG_NAMED_METADATA, DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
@@ -209,12 +209,14 @@ class LoweringContext:
         (`layout_check.layout_problem`); each (layout, shape) is checked once."""
         for value in (*op.operands, *op.results):
             t = value.type
-            if not isinstance(t, TensorType) or t.encoding is None:
+            if not isinstance(t, (TensorType, MemDescType)) or t.encoding is None:
                 continue
             key = (t.encoding, t.shape)
             if key in self._checked_layouts:
                 continue
-            problem = layout_problem(t.encoding, t.shape, self.num_warps, self.threads_per_warp)
+            problem = (shared_layout_problem(t.encoding, t.shape) if isinstance(t, MemDescType)
+                       else layout_problem(t.encoding, t.shape, self.num_warps,
+                                           self.threads_per_warp))
             if problem:
                 raise LoweringError(f"{t} cannot be lowered: {problem}")
             self._checked_layouts.add(key)
