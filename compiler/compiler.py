@@ -25,7 +25,7 @@ from compiler.ir.printer import print_module
 from compiler.ir.verifier import verify_module
 from compiler.stage_state import (BACKEND, DRIVER_KEY_OPTIONS, CompileOptions,  # noqa: F401
                                   CompileState, KernelMetadata, backend_for)
-from compiler.trace import CompileTrace
+from compiler.trace import CompileTrace, encode_constexpr, encode_options
 from compiler.watchdog import Watchdog
 
 class CompiledKernel:
@@ -169,11 +169,10 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                          specialization={"signature": dict(src.signature),
                                          "constexprs": {k: repr(v) for k, v in
                                                         src.constexprs.items()},
+                                         "constexprs_json": {k: encode_constexpr(v) for k, v
+                                                             in src.constexprs.items()},
                                          "attrs": dict(getattr(src, "attrs", {}) or {}),
-                                         "options": {"num_warps": opts.num_warps,
-                                                     "num_stages": opts.num_stages,
-                                                     "arch": opts.arch,
-                                                     "pipelines": dict(opts.pipelines)}})
+                                         "options": encode_options(opts)})
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
     module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),

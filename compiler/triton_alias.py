@@ -19,6 +19,7 @@ ALIASES = {
     "triton.language.math": "compiler.language.math",
     "triton.testing": "compiler.testing",
     "triton.profiler": "compiler.profiler",
+    "triton.profiler.language": "compiler.profiler.language",
 }
 
 _MISSING = object()

@@ -17,9 +17,51 @@ from pathlib import Path
 from compiler.trace import load_traces
 from explorer import bisect, prof
 from explorer.metrics import format_table, metric_rows, trace_metrics
-from explorer.runner import (CompilerMissing, recompile, recompile_kernel, require, run_file,
-                             set_pipeline_overrides)
 from explorer.timing import add_gpu_timing, gpu_present, why_not_timed
+
+
+class CompilerMissing(RuntimeError):
+    """The compiler (its door, `compiler.inspect`) cannot be imported."""
+
+
+def _door():
+    """The compiler's public API for tools, or CompilerMissing saying why it cannot be used."""
+    try:
+        import compiler.inspect as door
+    except ImportError as error:
+        raise CompilerMissing(f"compiler.inspect is not available ({error}); it is needed to "
+                              "run kernel files and recompile") from None
+    return door
+
+
+def _progress_printer(stream=None):
+    """A `run_file` progress callback that rewrites one status line on a terminal's stderr
+    (None when stderr is not a terminal: logs and pipes get no progress noise)."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(progress) -> None:
+        stream.write("\r" + progress.line() + "\x1b[K")
+        stream.flush()
+    return show
+
+
+def _load_trace_file(path: str) -> list:
+    """The traces of a saved trace.json; a missing or unreadable file is a `TraceFileError`."""
+    if not Path(path).is_file():
+        raise TraceFileError(f"{path}: no such trace file")
+    try:
+        return load_traces(path)
+    except json.JSONDecodeError as error:
+        raise TraceFileError(f"{path}:{error.lineno}:{error.colno}: not a trace file (invalid "
+                             f"JSON: {error.msg})") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise TraceFileError(f"{path}: not a trace this version can read ({error})") from None
+
+
+class TraceFileError(ValueError):
+    """A trace file that is missing or cannot be read."""
 
 
 def _split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -78,8 +120,7 @@ def summary(traces: list, messages: list, error: str | None) -> dict:
 
 def _dump(traces: list, folder: Path) -> None:
     """One sub-folder per kernel and a trace.json of all (compiler.dump's layout)."""
-    dump_traces = require("compiler.dump", "dump_traces", "for --dump")
-    dump_traces(traces, folder)
+    _door().dump_traces(traces, folder)
     print(f"wrote {len(traces)} kernel trace(s) under {folder}")
 
 
@@ -95,10 +136,13 @@ def explore(argv: list[str]) -> int:
     args = explore_parser().parse_args(own)
     trace_file = args.trace or (args.file if args.file and args.file.endswith(".json") else None)
     if trace_file:
-        traces = load_traces(trace_file)
+        traces = _load_trace_file(trace_file)
         if args.kernel:
             traces = [t for t in traces if t.kernel_name == args.kernel]
-        return _finish(args, traces, [f"opened from {trace_file}"], None, recompiler=recompile)
+
+        def reopen(trace, pipelines):
+            return _door().recompile(trace, pipelines).trace
+        return _finish(args, traces, [f"opened from {trace_file}"], None, recompiler=reopen)
     if not args.file:
         explore_parser().print_usage(sys.stderr)
         print("tile-explore: give a kernel file or --trace trace.json", file=sys.stderr)
@@ -106,13 +150,18 @@ def explore(argv: list[str]) -> int:
     if not Path(args.file).is_file():
         print(f"tile-explore: {args.file}: no such file", file=sys.stderr)
         return 2
-    set_pipeline_overrides(args.passes)
+    door = _door()
+    pipelines = door.parse_stage_overrides(args.passes)
+    progress = _progress_printer()
     # in headless modes the script's own prints go to stderr, so stdout stays parseable
     with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        result = run_file(args.file, script_args, no_gpu=args.no_gpu, only_kernel=args.kernel)
+        result = door.run_file(args.file, script_args, interpret=args.no_gpu,
+                               pipelines=pipelines, only_kernel=args.kernel, progress=progress)
+    if progress is not None:
+        sys.stderr.write("\r\x1b[K")
 
     def recompiler(trace, pipelines):
-        return recompile(trace, pipelines, result.kernels.get(trace.kernel_name))
+        return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name)).trace
 
     return _finish(args, result.traces, result.messages, result.error, recompiler)
 
@@ -120,13 +169,15 @@ def explore(argv: list[str]) -> int:
 def _finish(args, traces, messages, error, recompiler) -> int:
     if args.json:
         print(json.dumps(summary(traces, messages, error), indent=1, default=str))
+        if error:
+            print(error, file=sys.stderr)
         return 1 if error else 0
     if args.dump:
         if error:
             print(error, file=sys.stderr)
         _dump(traces, Path(args.dump))
         return 1 if error else 0
-    return _open_app(traces, messages + ([error] if error else []), recompiler)
+    return _open_app(traces, ([error] if error else []) + messages, recompiler)   # error first
 
 
 def compare(argv: list[str]) -> int:
@@ -136,8 +187,11 @@ def compare(argv: list[str]) -> int:
     if len(args.pipeline) != 2:
         print("tile-explore compare: give --pipeline exactly twice (A and B)", file=sys.stderr)
         return 2
+    door = _door()
+    for pipeline in args.pipeline:
+        door.check_pipeline(pipeline)
     with contextlib.redirect_stdout(sys.stderr):      # stdout is for the table
-        result = run_file(args.file, script_args, no_gpu=args.no_gpu)
+        result = door.run_file(args.file, script_args, interpret=args.no_gpu)
     if result.error:
         print(result.error, file=sys.stderr)
     for message in result.messages:
@@ -163,7 +217,7 @@ def _pipeline_metrics(trace, kernel, pipeline: str, stage: str, arguments) -> di
     """Recompile with `pipeline` for `stage` and measure it (timed on the GPU when the recorded
     launch's `arguments` are given); a failing pipeline is reported and gives no metrics."""
     try:
-        compiled = recompile_kernel(trace, {stage: pipeline}, kernel)
+        compiled = _door().recompile(trace, {stage: pipeline}, kernel)
     except CompilerMissing:
         raise
     except Exception as failure:   # a bad pipeline is reported, the other still runs

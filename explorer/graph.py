@@ -1,7 +1,9 @@
-"""The layout graph of a ttgir text: values as nodes labelled with their layouts, def-use edges.
+"""The layout graph of a ttgir: values as nodes labelled with their layouts, def-use edges.
 
-Built with networkx from the ttgir text the trace holds (the explorer never reaches into the
-compiler). Conversions (`ttg.convert_layout`) are marked, nodes are clustered by layout, and the
+Built with networkx from the structure the trace recorded for the final ttgir (`layout_graph`:
+values, types, layouts and def-use edges as data, `compiler.trace.IRStructure`). Traces without
+it (older files, Triton's reference dumps) are read from their ttgir text instead
+(`build_layout_graph`), and the graph says so (`graph.graph["source"] == "text"`). Conversions (`ttg.convert_layout`) are marked, nodes are clustered by layout, and the
 graph exports to DOT (one cluster per layout) and GraphML. `render_clusters` draws it as text.
 """
 from __future__ import annotations
@@ -60,6 +62,38 @@ def _split_results(text: str) -> list:
         else:
             names.append(part)
     return names
+
+
+def layout_graph(trace) -> nx.DiGraph:
+    """The layout graph of a trace's final ttgir: from its recorded structure when there is
+    one, else read from the text."""
+    structure = trace.structure_of("ttgir")
+    if structure is None:
+        graph = build_layout_graph(trace.stages.get("ttgir", ""))
+        graph.graph["source"] = "text"
+        return graph
+    return graph_from_structure(structure)
+
+
+def graph_from_structure(structure) -> nx.DiGraph:
+    """The def-use graph of an `IRStructure`: a node per value (block arguments included) and
+    per result-less op that uses values and does not end its block (a store, not a yield)."""
+    graph = nx.DiGraph(aliases=dict(structure.layouts), source="structure")
+    for value in structure.values:
+        graph.add_node(value.name, op=value.op, layout=value.layout or SCALAR, line=value.line,
+                       conversion=value.op == CONVERT_OP, shape=value.shape)
+    for op in structure.ops:
+        targets = [structure.values[i].name for i in op.results]
+        if not targets:
+            if op.ends_block or not op.operands:
+                continue
+            targets = [f"{op.name}@{op.line}"]
+            graph.add_node(targets[0], op=op.name, layout=SCALAR, line=op.line,
+                           conversion=False, shape=None)
+        for used in op.operands:
+            for target in targets:
+                graph.add_edge(structure.values[used].name, target)
+    return graph
 
 
 def build_layout_graph(ttgir: str) -> nx.DiGraph:

@@ -44,19 +44,18 @@ def prof_parser() -> argparse.ArgumentParser:
 
 def show(path: str, args) -> int:
     """Print the tree of the profile at `path` as `args` asks."""
-    from compiler.profiler import viewer
+    import compiler.inspect as door
 
-    root, metadata = viewer.load(path)
+    root, metadata = door.load_profile(path)
     if args.list:
-        print("\n".join(viewer.metric_choices(root)))
+        print("\n".join(door.profile_metric_choices(root)))
         return 0
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics \
-        else viewer.DEFAULT_METRICS
-    print(viewer.render(root, metrics, depth=args.depth, include=args.include,
-                        exclude=args.exclude))
+        else door.default_profile_metrics()
+    print(door.render_profile(root, metrics, depth=args.depth, include=args.include,
+                              exclude=args.exclude))
     if args.roofline:
-        from compiler.profiler.roofline import draw
-        print(draw(root, metadata.get("device", {})))
+        print(door.draw_roofline(root, metadata.get("device", {})))
     timing = metadata.get("timing", {})
     if timing:
         method = timing.get("method")
@@ -108,8 +107,7 @@ def _runner(command: list[str]):
 
 def run(command: list[str], args) -> int:
     """Run `command` under one session, write the profile and print it."""
-    from compiler import triton_alias
-    from compiler.profiler.session import run_profiled
+    import compiler.inspect as door
 
     found = _runner(command)
     if found is None:
@@ -119,16 +117,16 @@ def run(command: list[str], args) -> int:
     default_name, runner = found
     name = args.name or default_name
     status, error = 0, None
-    with triton_alias.installed():
-        def body():
-            try:
-                return runner()
-            except Exception as failure:    # the user's code failed: keep the profile
-                nonlocal error
-                error = _user_error(failure, command[0])
-                return 1
-        status, paths = run_profiled(body, name, context=args.context, hook=args.hook,
-                                     output_format=args.format)
+
+    def body():
+        try:
+            return runner()
+        except Exception as failure:    # the user's code failed: keep the profile
+            nonlocal error
+            error = _user_error(failure, command[0])
+            return 1
+    status, paths = door.run_profiled(body, name, context=args.context, hook=args.hook,
+                                      output_format=args.format)
     if error:
         print(error, file=sys.stderr)
     for path in paths:
@@ -150,9 +148,9 @@ def main(argv: list[str]) -> int:
         print("tile-explore prof: give a .hatchet file, or -- script.py / -- pytest ...",
               file=sys.stderr)
         return 2
-    from compiler.profiler.viewer import ProfileFormatError
+    import compiler.inspect as door
     try:
         return show(args.profile, args)
-    except ProfileFormatError as bad:
+    except door.profile_format_error() as bad:
         print(f"tile-explore prof: {bad}", file=sys.stderr)
         return 2

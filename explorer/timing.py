@@ -18,10 +18,7 @@ UNREACHABLE = "not launched: the recorded launch's arguments are no longer reach
 
 def gpu_present() -> bool:
     """Whether the CUDA driver finds a GPU (False when the driver cannot be loaded at all)."""
-    try:
-        from compiler.runtime.driver import gpu_available
-    except ImportError:
-        return False
+    from compiler.inspect import gpu_available
     return gpu_available()
 
 
@@ -43,30 +40,10 @@ def why_not_timed(trace: CompileTrace, arguments, gpu: bool,
     return None
 
 
-def time_on_gpu(kernel, arguments, repeats: int = 20) -> float:
-    """Median milliseconds of `repeats` launches of a CompiledKernel on recorded arguments
-    (one untimed launch first: module load and cold caches)."""
-    import statistics
-
-    from compiler.runtime.driver import Event
-
-    values = arguments.resolve()
-    if values is None:
-        raise RuntimeError(UNREACHABLE)
-    kernel.launch(arguments.grid, values, arguments.stream)
-    times = []
-    for _ in range(repeats):
-        start, end = Event(), Event()
-        start.record(arguments.stream)
-        kernel.launch(arguments.grid, values, arguments.stream)
-        end.record(arguments.stream)
-        times.append(start.elapsed_ms(end))
-    return statistics.median(times)
-
-
 def add_gpu_timing(kernel, arguments) -> None:
     """Time `kernel` on `arguments` and record it as a launch of its trace (so the metrics'
     runtime row shows it, labelled gpu)."""
+    from compiler.inspect import time_on_gpu
     time_ms = time_on_gpu(kernel, arguments)
     kernel.trace.launches.append(Launch(grid=tuple(arguments.grid), backend="gpu",
                                         time_ms=time_ms, num_warps=kernel.num_warps))

@@ -9,9 +9,13 @@ the parent's rows (A) or columns (B) and the whole K dimension. The tensor-core 
 (#ttg.nvidia_mma v2 and dot operands with that parent) follow the PTX ISA's mma.m16n8k16
 fragments; see the section at the end.
 
-Register order (used by the lowering for every tensor): within a thread, the `sizePerThread`
-elements first, dims fastest-varying first (`order`), then the repetitions of the CTA tile, again
-`order` first. Everything here assumes power-of-two sizes, as Triton does.
+Every other distributed layout (mma v3 and its operand A, slices of mma layouts, `#ttg.linear`)
+is answered from its linear layout (`compiler.analysis.layout_to_linear`), registers in the
+linear layout's order; `has_slot_model` says which layouts have `RegisterSlot`s.
+
+Register order (used by the lowering for every blocked-rooted tensor): within a thread, the
+`sizePerThread` elements first, dims fastest-varying first (`order`), then the repetitions of
+the CTA tile, again `order` first. Everything here assumes power-of-two sizes, as Triton does.
 """
 from __future__ import annotations
 
@@ -65,6 +69,22 @@ def _blocked_slots(layout: BlockedEncoding, shape: tuple) -> tuple:
         for inner in range(_product(spt)):
             slots.append(RegisterSlot(tuple(_split_index(inner, spt, layout.order)), rep_index))
     return tuple(slots)
+
+
+def has_slot_model(layout) -> bool:
+    """Whether the layout has the `RegisterSlot` model here: a chain of slice / dot-operand
+    layouts over a blocked root, or an mma v2 accumulator or operand. Others are answered from
+    their linear layout."""
+    if is_mma_family(layout):
+        return True
+    while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
+        layout = layout.parent
+    return isinstance(layout, BlockedEncoding)
+
+
+def _linear(layout, shape: tuple):
+    from .layout_to_linear import to_linear_layout
+    return to_linear_layout(layout, shape)
 
 
 def register_slots(layout, shape: tuple) -> tuple:
@@ -122,6 +142,8 @@ def slot_without(slot: RegisterSlot, dims) -> RegisterSlot:
 
 def elements_per_thread(layout, shape: tuple) -> int:
     """How many registers (elements, duplicates included) each thread holds."""
+    if not has_slot_model(layout):
+        return _linear(layout, tuple(shape)).in_dim_size("register")
     return len(register_slots(layout, shape))
 
 
@@ -147,6 +169,10 @@ def _blocked_coord(layout: BlockedEncoding, shape: tuple, slot: RegisterSlot, wa
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
     """The coordinates each register of thread (warp, lane) holds, in register order."""
     shape = tuple(shape)
+    if not has_slot_model(layout):
+        ll = _linear(layout, shape)
+        return [ll.apply_tuple(register=r, lane=lane, warp=warp)
+                for r in range(ll.in_dim_size("register"))]
     if is_mma_family(layout):
         return mma_thread_elements(layout, shape, warp, lane)
     if isinstance(layout, DotOperandEncoding):
@@ -175,8 +201,11 @@ def _slot_coord(layout, shape, slot, warp, lane) -> tuple:
 
 def num_warps_of(layout) -> int:
     """The number of warps a distributed layout spreads over."""
+    from compiler.dialects.ttg import LinearEncoding
     while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
         layout = layout.parent
+    if isinstance(layout, LinearEncoding):
+        return 1 << len(layout.warp)
     return _product(layout.warps_per_cta)
 
 
@@ -227,6 +256,9 @@ def _dot_operand_coord(layout: DotOperandEncoding, shape, slot, warp, lane) -> t
 
 def describe(layout, shape: tuple) -> str:
     """A short human summary: elements per thread and the CTA tile."""
+    if not has_slot_model(layout):
+        return (f"{elements_per_thread(layout, shape)} elements/thread, linear layout, warps "
+                f"{num_warps_of(layout)}")
     if is_mma_family(layout):
         return (f"{elements_per_thread(layout, shape)} elements/thread, mma.sync m16n8k16 "
                 f"tiles, warps {num_warps_of(layout)}")

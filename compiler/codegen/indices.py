@@ -1,12 +1,19 @@
-"""LLVM values for "which element does this register of this thread hold": per layout, the
-thread's base coordinate along each dim (computed once, in the kernel prologue) plus a constant
-offset per register, following `compiler.analysis.layouts` exactly."""
+"""LLVM values for "which element does this register of this thread hold": the thread's part of
+each coordinate (computed once, in the kernel prologue, from the lane and warp ids) combined
+with a constant per register, following `compiler.analysis.layouts` exactly.
+
+Every distributed layout is indexed from its linear layout (compiler.analysis.layout_to_linear):
+a coordinate is the XOR of the lane and warp bases of the id bits that are set, then of the
+register's constant. Runs of id bits with doubling bases become one shift-and-mask, and parts
+with disjoint bits are added (as the per-layout emitters this replaces did), so blocked and mma
+layouts get the same kind of arithmetic as before; swizzled bases use XOR."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from compiler.analysis import layouts
-from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from compiler.analysis.layout_to_linear import LayoutConversionError, to_linear_layout
+from compiler.dialects.ttg import BlockedEncoding
 
 from .llvm_helpers import I1, i32
 
@@ -31,17 +38,13 @@ def blocked_thread_positions(layout: BlockedEncoding) -> list:
     return positions
 
 
-def _k_dim(layout: DotOperandEncoding) -> int:
-    """The K dim of a dot operand: 1 for A (M x K), 0 for B (K x N)."""
-    return 1 if layout.op_idx == 0 else 0
-
-
 class LayoutIndexer:
     """Builds and caches index values of one kernel; `prologue` is a builder placed in the
     entry block, so the values dominate every use."""
 
-    def __init__(self, prologue: ir.IRBuilder):
+    def __init__(self, prologue: ir.IRBuilder, num_warps: int | None = None):
         self.prologue = prologue
+        self.num_warps = num_warps
         self._tid = None
         self._cache: dict = {}
 
@@ -65,44 +68,72 @@ class LayoutIndexer:
             self.prologue.debug_metadata = saved
         return self._cache[key]
 
-    # ---- per-dim thread positions -----------------------------------------------------------
-    def thread_pos(self, layout: BlockedEncoding, dim: int):
-        """warp_d * threadsPerWarp_d + lane_d: the thread's index along `dim` in the CTA tile."""
-        def make(b):
-            lshift, lcount, wshift, wcount = blocked_thread_positions(layout)[dim]
-            lane_d = b.and_(b.lshr(self.lane(), i32(lshift)), i32(lcount - 1))
-            warp_d = b.and_(b.lshr(self.warp(), i32(wshift)), i32(wcount - 1))
-            return b.add(b.mul(warp_d, i32(lcount)), lane_d)
-        return self._cached(("pos", layout, dim), make)
-
-    def thread_base(self, layout: BlockedEncoding, shape: tuple, dim: int):
-        """(thread position * sizePerThread) mod shape along `dim`."""
-        def make(b):
-            spt = layout.size_per_thread[dim]
-            base = b.mul(self.thread_pos(layout, dim), i32(spt))
-            return b.and_(base, i32(shape[dim] - 1))
-        return self._cached(("base", layout, tuple(shape), dim), make)
-
     # ---- coordinates of every register --------------------------------------------------------
     def coords(self, builder: ir.IRBuilder, layout, shape: tuple) -> list:
-        """For each register of the thread, a list of i32 values (one per dim) of its element."""
+        """For each register of the thread (in `layouts.thread_elements` order), a list of i32
+        values (one per dim) of its element: the thread's lane and warp part of each coordinate
+        (from the linear layout, computed once in the prologue) combined with the register's
+        constant part."""
         shape = tuple(shape)
-        if layouts.is_mma_family(layout):
-            return self._mma_coords(builder, layout, shape)
-        root, root_shape, keep = self._root(layout, shape)
-        tile = root.shape_per_cta_tile()
         out = []
-        for slot in layouts.register_slots(layout, shape):
+        parts = [self.linear_thread_part(layout, shape, d) for d in range(len(shape))]
+        for consts in layouts.thread_elements(layout, shape, 0, 0):
             coord = []
-            for d in keep:
-                if isinstance(layout, DotOperandEncoding) and d == _k_dim(layout):
-                    coord.append(i32(slot.spt_index[d]))
-                    continue
-                offset = (slot.rep_index[d] * tile[d] + slot.spt_index[d]) % root_shape[d]
-                base = self.thread_base(root, root_shape, d)
-                coord.append(builder.add(base, i32(offset)) if offset else base)
+            for part, c in zip(parts, consts):
+                if part is None:
+                    coord.append(i32(c))
+                elif not c:
+                    coord.append(part[0])
+                elif part[1] & c:
+                    coord.append(builder.xor(part[0], i32(c)))
+                else:
+                    coord.append(builder.add(part[0], i32(c)))
             out.append(coord)
         return out
+
+    # ---- any layout, from its linear layout ---------------------------------------------------
+    def _id_term(self, b, id_value, bases, dim: int) -> tuple:
+        """The part of coordinate `dim` that the bits of an id contribute (bit i of the id adds
+        bases[i] by XOR), and the mask of the bits it can have. Runs of bits with doubling
+        bases become one shift-and-mask; other bits are selected and XORed."""
+        terms, i = [], 0
+        while i < len(bases):
+            v = bases[i][dim]
+            if not v:
+                i += 1
+                continue
+            j = i + 1
+            if v & (v - 1) == 0:
+                while j < len(bases) and bases[j][dim] == v << (j - i):
+                    j += 1
+                shifted = b.lshr(id_value, i32(i)) if i else id_value
+                field = b.and_(shifted, i32((1 << (j - i)) - 1))
+                shift = _log2(v)
+                terms.append((b.shl(field, i32(shift)) if shift else field,
+                              ((1 << (j - i)) - 1) << shift))
+            else:
+                bit = b.and_(b.lshr(id_value, i32(i)) if i else id_value, i32(1))
+                terms.append((b.mul(bit, i32(v)), v))
+            i = j
+        return _combine(b, terms)
+
+    def linear_thread_part(self, layout, shape: tuple, dim: int):
+        """The lane and warp part of coordinate `dim` of every element of this thread, and the
+        mask of its possible bits (None when the lanes and warps do not move along `dim`). The
+        thread id's bits are the lane's (5 bits) then the warp's, so a run of bases that goes
+        on from the lanes into the warps is one field of the thread id."""
+        def make(b):
+            ll = to_linear_layout(layout, shape)
+            lanes = list(ll.bases("lane"))
+            if len(lanes) != 5:
+                raise LayoutConversionError(f"{layout} has {1 << len(lanes)} lanes per warp, "
+                                            f"not 32")
+            warps = ll.in_dim_size("warp")
+            if self.num_warps is not None and warps != self.num_warps:
+                raise LayoutConversionError(f"{layout} spreads over {warps} warps but the "
+                                            f"kernel has {self.num_warps}")
+            return self._id_term(b, self.tid, lanes + list(ll.bases("warp")), dim)
+        return self._cached(("linear", layout, shape, dim), make)
 
     def mma_warp_offset(self, mma, dim: int):
         """Where the thread's warp starts along `dim` (0: M, 1: N) in the CTA tile of an mma
@@ -116,102 +147,25 @@ class LayoutIndexer:
             return b.mul(b.and_(self.warp(), i32(wn - 1)), i32(layouts.MMA_N))
         return self._cached(("mma-warp", mma, dim), make)
 
-    def mma_base(self, layout, dim: int):
-        """The thread's base coordinate along `dim` in an mma accumulator / operand layout
-        (`layouts.mma_thread_base` as LLVM values, computed once in the prologue)."""
-        mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-        op_idx = getattr(layout, "op_idx", None)
-
-        def make(b):
-            lane = self.lane()
-            group = b.lshr(lane, i32(2))
-            pair = b.shl(b.and_(lane, i32(3)), i32(1))
-            if (op_idx, dim) in ((0, 1), (1, 0)):
-                return pair
-            inner = group if dim == 0 or op_idx == 1 else pair
-            return b.add(self.mma_warp_offset(mma, dim), inner)
-        return self._cached(("mma", layout, dim), make)
-
-    def _mma_coords(self, builder, layout, shape: tuple) -> list:
-        tile = layouts.mma_tile_strides(layout)
-        wraps = [s < t for s, t in zip(shape, tile)]
-        out = []
-        for slot in layouts.mma_register_slots(layout, shape):
-            coord = []
-            for d, off in enumerate(layouts.mma_slot_offset(layout, slot)):
-                value = self.mma_base(layout, d)
-                if off:
-                    value = builder.add(value, i32(off))
-                if wraps[d]:
-                    value = builder.and_(value, i32(shape[d] - 1))
-                coord.append(value)
-            out.append(coord)
-        return out
-
-    def _mma_owner(self, layout, shape: tuple):
-        """unique_owner for mma-family layouts: operand A is repeated in every warp along N, B in
-        every warp along M; a tensor smaller than the CTA tile is not supported."""
-        tile = layouts.mma_tile_strides(layout)
-        if any(s < t for s, t in zip(shape, tile)):
-            raise NotImplementedError(f"{layout} on a {shape} tensor (smaller than its tile)")
-        mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-        wm, wn = mma.warps_per_cta
-        op_idx = getattr(layout, "op_idx", None)
-        if op_idx is None or (op_idx == 0 and wn == 1) or (op_idx == 1 and wm == 1):
-            return None
-
-        def make(b):
-            if op_idx == 0:
-                index = b.and_(self.warp(), i32(wn - 1))
-            else:
-                index = b.and_(b.lshr(self.warp(), i32(_log2(wn))), i32(wm - 1))
-            return b.icmp_unsigned("==", index, i32(0))
-        return self._cached(("owner", layout, shape), make)
-
-    def _root(self, layout, shape):
-        """The root blocked layout, its shape and which of its dims this tensor keeps."""
-        if isinstance(layout, BlockedEncoding):
-            return layout, shape, list(range(layout.rank))
-        if isinstance(layout, SliceEncoding):
-            root, root_shape, keep = self._root(layout.parent, layouts.parent_shape_of(layout, shape))
-            removed = keep[layout.dim]
-            return root, root_shape, [d for d in keep if d != removed]
-        if isinstance(layout, DotOperandEncoding):
-            k_dim = _k_dim(layout)
-            parent_shape = list(shape)
-            parent_shape[k_dim] = 1
-            return layout.parent, tuple(parent_shape), [0, 1]
-        raise NotImplementedError(f"layout {layout} is not supported by the lowering yet")
-
     # ---- which thread owns duplicated elements ----------------------------------------------
     def unique_owner(self, layout, shape: tuple):
         """An i1 that is true in exactly one of the threads holding each element (None when no
-        two threads share an element), so duplicated elements are stored once."""
+        two threads share an element), so duplicated elements are stored once: of the threads
+        holding an element, the one whose free (broadcast) lane and warp bits are all 0."""
         shape = tuple(shape)
-        if layouts.is_mma_family(layout):
-            return self._mma_owner(layout, shape)
-        root, root_shape, keep = self._root(layout, shape)
-        key = ("owner", layout, shape)
-        if key in self._cache:
-            return self._cache[key]
-        conditions = []
-        for d in range(root.rank):
-            spt = root.size_per_thread[d]
-            threads = root.threads_per_warp[d] * root.warps_per_cta[d]
-            limit = 1 if d not in keep else max(1, root_shape[d] // spt)
-            if limit < threads:
-                conditions.append((d, limit))
-        if not conditions:
-            self._cache[key] = None
+        masks = to_linear_layout(layout, shape).free_variable_masks()
+        lane_mask, warp_mask = masks["lane"], masks["warp"]
+        if not lane_mask and not warp_mask:
             return None
 
         def make(b):
             pred = None
-            for d, limit in conditions:
-                c = b.icmp_unsigned("<", self.thread_pos(root, d), i32(limit))
-                pred = c if pred is None else b.and_(pred, c)
+            for value, mask in ((self.lane(), lane_mask), (self.warp(), warp_mask)):
+                if mask:
+                    c = b.icmp_unsigned("==", b.and_(value, i32(mask)), i32(0))
+                    pred = c if pred is None else b.and_(pred, c)
             return pred
-        return self._cached(key, make)
+        return self._cached(("owner", layout, shape), make)
 
     def unique_registers(self, layout, shape: tuple) -> list:
         """Register indices holding an element no earlier register of the thread holds."""
@@ -222,6 +176,18 @@ class LayoutIndexer:
                 seen.add(coords)
                 keep.append(reg)
         return keep
+
+
+def _combine(b, terms: list):
+    """The XOR of (value, bit mask) terms (an add where their bits are disjoint); None if
+    there are none."""
+    if not terms:
+        return None
+    value, mask = terms[0]
+    for v, m in terms[1:]:
+        value = b.xor(value, v) if mask & m else b.add(value, v)
+        mask |= m
+    return value, mask
 
 
 def is_true(value) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.dialects import tt
 from compiler.analysis import layouts
+from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import i32
@@ -40,12 +41,45 @@ def _reindex(ctx, op, src: TensorType, dst: TensorType, zero_root_dims) -> None:
     ctx.set(op.results[0], out)
 
 
+def _reindex_linear(ctx, op, src: TensorType, dst: TensorType, project) -> None:
+    """Register re-indexing read from the linear layouts (for layouts without a RegisterSlot
+    model): the lane and warp bases of both must agree once `project` maps a result coordinate
+    to the operand's; each result register then takes the operand register that holds the
+    projected element."""
+    s_ll = to_linear_layout(src.encoding, tuple(src.shape))
+    d_ll = to_linear_layout(dst.encoding, tuple(dst.shape))
+    for in_dim in ("lane", "warp"):
+        if [project(v) for v in d_ll.bases(in_dim)] != list(s_ll.bases(in_dim)):
+            raise LoweringError(f"{op.name}: layouts {src.encoding} and {dst.encoding} spread "
+                                f"the {in_dim}s differently; the values would have to move")
+    src_of: dict = {}
+    for i, coords in enumerate(layouts.thread_elements(src.encoding, tuple(src.shape), 0, 0)):
+        src_of.setdefault(tuple(coords), i)
+    values = ctx.get(op.operands[0])
+    out = []
+    for coords in layouts.thread_elements(dst.encoding, tuple(dst.shape), 0, 0):
+        key = project(coords)
+        if key not in src_of:
+            raise LoweringError(f"{op.name}: no register of {src.encoding} holds element {key}")
+        out.append(values[src_of[key]])
+    ctx.set(op.results[0], out)
+
+
+def _slot_models(*types) -> bool:
+    return all(layouts.has_slot_model(t.encoding) for t in types)
+
+
 @lowers(tt.BroadcastOp)
 def lower_broadcast(ctx, op):
     """`tt.broadcast`: dims of size 1 repeat the register that holds them."""
     src, dst = op.operands[0].type, op.results[0].type
     if src.encoding != dst.encoding:
         raise LoweringError("tt.broadcast between different layouts")
+    if not _slot_models(src, dst):
+        ones = [d for d, s in enumerate(src.shape) if s == 1]
+        _reindex_linear(ctx, op, src, dst,
+                        lambda c: tuple(0 if d in ones else v for d, v in enumerate(c)))
+        return
     dims = layouts.root_dims(dst.encoding)
     zero = {dims[d] for d, (s, t) in enumerate(zip(src.shape, dst.shape)) if s == 1 and t != 1}
     _reindex(ctx, op, src, dst, zero | {dims[d] for d, s in enumerate(src.shape) if s == 1})
@@ -61,6 +95,10 @@ def lower_expand_dims(ctx, op):
     axis = op.attributes["axis"].value
     if not (isinstance(axis, int) and 0 <= axis < len(dst.shape)):
         raise LoweringError(f"axis = {axis} is not a dim of the rank-{len(dst.shape)} result")
+    if not _slot_models(src, dst):
+        _reindex_linear(ctx, op, src, dst,
+                        lambda c: tuple(v for d, v in enumerate(c) if d != axis))
+        return
     dims = layouts.root_dims(dst.encoding)
     _reindex(ctx, op, src, dst, {dims[axis]})
 

@@ -22,6 +22,7 @@ import compiler.dialects.math  # noqa: F401
 import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
+from compiler.analysis.layout_to_linear import LayoutConversionError
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
 from compiler.ir.types import MemDescType, PointerType, TensorType, shape_of
@@ -101,7 +102,7 @@ class LoweringContext:
         terminator = self.prologue.branch(body)
         self.prologue.position_before(terminator)
         self.builder = ir.IRBuilder(body)
-        self.indexer = LayoutIndexer(self.prologue)
+        self.indexer = LayoutIndexer(self.prologue, num_warps)
         self.shared_bytes = 0
         self._smem = None
         self.local_offsets: dict[int, int] = {}
@@ -192,6 +193,8 @@ class LoweringContext:
             raise
         except LoweringError as err:
             raise err.located(self.site(op)) from err.__cause__
+        except LayoutConversionError as err:  # a layout the linear-layout helpers refuse
+            raise LoweringError(str(err), self.site(op)) from err
         except NotImplementedError as err:     # a helper's "not supported yet": not a bug
             raise LoweringError(str(err), self.site(op)) from err
         except Exception as err:  # a lowering bug: located, said to be one, never swallowed
@@ -288,6 +291,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
 
     ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op),
                           metadata.threads_per_warp, ttgir_file, text)
+    ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"

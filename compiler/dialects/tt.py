@@ -3,7 +3,7 @@ reductions, scans, dot, atomics, printing)."""
 from __future__ import annotations
 
 from compiler.ir.accessors import attr, block, operand, optional_operand, variadic_operands
-from compiler.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr, symbol_text
+from compiler.ir.attributes import IntegerAttr, StringAttr, SymbolRefAttr, TypeAttr, symbol_text
 from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
@@ -437,5 +437,54 @@ PrintOp = define_op("PrintOp", "tt.print", None,
 AssertOp = define_op("AssertOp", "tt.assert", None,
                      (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
                      condition=operand(0))
+
+# ---- in-kernel profiling ----------------------------------------------------------------------
+class _ProfileRecordSyntax(Syntax):
+    """`tt.profile_enter 3 "loop L12" {attrs}`: the region id, then its name."""
+
+    def print(self, p, op, indent):
+        rest = p.attr_dict(op.attributes, exclude=("region", "name"))
+        return f"{op.name} {op.attributes['region'].value} {op.attributes['name']}{rest}"
+
+    def parse(self, ps, cls, num_results):
+        region = ps.integer()
+        name = ps.string()
+        attrs = ps.attr_dict()
+        attrs.update(region=IntegerAttr(region, IntegerType(32)), name=StringAttr(name))
+        return OpParts([], [], attrs)
+
+
+def _verify_profile_record(op) -> None:
+    expect_operands(op, 0)
+    if op.results:
+        raise VerificationError(op, "has no results")
+    region = op.attributes.get("region")
+    if region is None or not isinstance(region.value, int) or region.value < 0:
+        raise VerificationError(op, "needs a `region` id >= 0")
+    if not isinstance(op.attributes.get("name"), StringAttr):
+        raise VerificationError(op, "needs a `name` string")
+
+
+class ProfileRecordOp(Operation):
+    """Base of `tt.profile_enter` / `tt.profile_exit`: one timestamp record of region `region`
+    (`kind`: 0 enter, 1 exit). MemoryWrite (they store into the profile buffer), never Pure:
+    CSE must not merge them, LICM must not hoist them, DCE must not drop them. Outside a module
+    the `instrument-regions` pass has run on, the lowering emits nothing for them."""
+
+    syntax = _ProfileRecordSyntax()
+    traits = (MemoryWrite,)
+    kind: int = 0
+    verify_op = _verify_profile_record
+    region = attr("region")
+    label = attr("name")
+
+
+ProfileEnterOp = define_op("ProfileEnterOp", "tt.profile_enter", ProfileRecordOp.syntax,
+                           ProfileRecordOp.traits, doc="`tt.profile_enter`: region `region` "
+                           "starts (see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp = define_op("ProfileExitOp", "tt.profile_exit", ProfileRecordOp.syntax,
+                          ProfileRecordOp.traits, doc="`tt.profile_exit`: region `region` ends "
+                          "(see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp.kind = 1
 
 __all__ = [n for n in dir() if n.endswith("Op")]

@@ -384,3 +384,91 @@ AsyncWaitOp = define_op(
     num=attr("num"),
     doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
         "then make the copied data visible to the whole CTA.")
+
+
+# ---- linear layouts and Hopper shared layouts (see compiler.analysis.layout_to_linear) ---------
+def _bases_text(bases) -> str:
+    return "[" + ", ".join(_ints(b) for b in bases) + "]"
+
+
+@dataclass(frozen=True)
+class LinearEncoding:
+    """A distributed layout given directly as linear-layout bases: for each bit of the register,
+    lane, warp and block ids, the tensor coordinate (one int per dim) it adds by XOR."""
+
+    register: tuple
+    lane: tuple
+    warp: tuple
+    block: tuple = ()
+    alias_prefix = "linear"
+
+    IN_DIMS = ("register", "lane", "warp", "block")
+
+    @property
+    def rank(self) -> int:
+        for bases in (self.register, self.lane, self.warp, self.block):
+            if bases:
+                return len(bases[0])
+        raise ValueError("#ttg.linear with no bases has no rank")
+
+    def __str__(self) -> str:
+        fields = ", ".join(f"{d} = {_bases_text(getattr(self, d))}" for d in self.IN_DIMS)
+        return f"#ttg.linear<{{{fields}}}>"
+
+
+def _parse_linear(ps):
+    """`#ttg.linear<{register = [[0, 1], ...], lane = [...], warp = [...], block = []}>`."""
+    ps.expect("<")
+    ps.expect("{")
+    fields = {}
+    while not ps.consume("}"):
+        start = ps.pos
+        key = ps.identifier()
+        if key not in LinearEncoding.IN_DIMS:
+            raise ps.error(f"unknown #ttg.linear field '{key}'", start)
+        ps.expect("=")
+        ps.expect("[")
+        bases = []
+        while not ps.consume("]"):
+            ps.expect("[")
+            basis = []
+            while not ps.consume("]"):
+                basis.append(ps.integer())
+                ps.consume(",")
+            bases.append(tuple(basis))
+            ps.consume(",")
+        fields[key] = tuple(bases)
+        ps.consume(",")
+    ps.expect(">")
+    widths = {len(b) for bases in fields.values() for b in bases}
+    if len(widths) > 1:
+        raise ps.error("#ttg.linear bases must all have one value per tensor dim")
+    return LinearEncoding(fields.get("register", ()), fields.get("lane", ()),
+                          fields.get("warp", ()), fields.get("block", ()))
+
+
+@dataclass(frozen=True)
+class NVMMASharedEncoding:
+    """Hopper's shared layout for wgmma / TMA operands: rows of `swizzlingByteWidth` bytes
+    (0, 32, 64 or 128) whose 16-byte chunks are XOR-swizzled by the row index; `transposed`
+    makes dim 0 the contiguous one."""
+
+    swizzling_byte_width: int
+    transposed: bool
+    element_bit_width: int
+    alias_prefix = "shared"
+
+    def __str__(self) -> str:
+        return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzling_byte_width}, "
+                f"transposed = {str(bool(self.transposed)).lower()}, "
+                f"elementBitWidth = {self.element_bit_width}}}>")
+
+
+def _parse_nvmma_shared(ps):
+    f = _parse_fields(ps)
+    return NVMMASharedEncoding(f["swizzlingByteWidth"], bool(f.get("transposed", False)),
+                               f["elementBitWidth"])
+
+
+DISTRIBUTED = DISTRIBUTED + (LinearEncoding,)
+ENCODING_PARSERS.update({"ttg.linear": _parse_linear, "ttg.nvmma_shared": _parse_nvmma_shared})

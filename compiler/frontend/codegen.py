@@ -51,7 +51,7 @@ UNSUPPORTED = {
     "GeneratorExp": "generator expressions are not supported in kernels",
     "Try": "try/except is not supported in kernels; kernels cannot raise or catch exceptions",
     "TryStar": "try/except* is not supported in kernels",
-    "With": "`with` blocks are not supported in kernels",
+    "With": "`with` blocks are not supported in kernels, except `with tl.profile(\"name\"):`",
     "AsyncWith": "`async with` is not supported in kernels",
     "ClassDef": "class definitions are not supported in kernels; define classes outside",
     "FunctionDef": "nested function definitions are not supported; define a @jit function at "
@@ -302,6 +302,20 @@ class CodeGenerator(ast.NodeVisitor):
             standard.device_assert.__tile_builtin__(self.sem, cond, msg)
 
     # ---- if -------------------------------------------------------------------------------
+    def visit_With(self, node):
+        """`with tl.profile("name"):`: the body between a region's enter and exit records."""
+        from compiler.language.profile import ProfileScope, profile
+        context = node.items[0].context_expr if len(node.items) == 1 else None
+        if not isinstance(context, ast.Call) or node.items[0].optional_vars is not None \
+                or getattr(self.visit(context.func), "value", None) is not profile:
+            raise self.error(node, UNSUPPORTED["With"])
+        scope = self.visit(context)
+        if not isinstance(getattr(scope, "value", None), ProfileScope):
+            raise self.error(node, UNSUPPORTED["With"])
+        scope.value.enter(self.sem)
+        self.visit_body(node.body)
+        scope.value.exit(self.sem)
+
     def visit_If(self, node):
         """A constexpr condition picks a branch now; a runtime scalar builds scf.if yielding the variables both branches define."""
         cond = self.visit(node.test)

@@ -31,6 +31,7 @@ class Printer:
         self.loc_order: list[Location] = []
         self.lines: list[tuple] = []         # (op or None, text with region marks)
         self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
+        self.type_texts: dict[int, tuple] = {}   # id(type) -> (type, text)
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -95,6 +96,14 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
+        """A type's text (layouts by alias), computed once per type object per print: the
+        cache holds the type itself, so its id cannot be reused while the printer lives."""
+        cached = self.type_texts.get(id(t))
+        if cached is None:
+            cached = self.type_texts[id(t)] = (t, self._type_text(t))
+        return cached[1]
+
+    def _type_text(self, t: Type) -> str:
         if isinstance(t, TensorType) and t.encoding is not None:
             dims = "".join(f"{d}x" for d in t.shape)
             return f"tensor<{dims}{self.type(t.element)}, {self.layout(t.encoding)}>"
@@ -246,6 +255,13 @@ def print_module(module: Module) -> str:
 
 def print_module_with_lines(module: Module) -> tuple[str, dict]:
     """The module's text and, for every op in it, its 1-based line: `{id(op): line}`."""
+    text, op_lines, _ = print_module_with_printer(module)
+    return text, op_lines
+
+
+def print_module_with_printer(module: Module) -> tuple[str, dict, "Printer"]:
+    """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
+    tools that record what the text shows as data."""
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -261,7 +277,7 @@ def print_module_with_lines(module: Module) -> tuple[str, dict]:
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [line for _, line in body] + footer) + "\n"
-    return text, op_lines
+    return text, op_lines, p
 
 
 def enc_text(p: Printer, enc) -> str:

@@ -1,7 +1,9 @@
 """The standard instrumentation: fills a `CompileTrace` with one `PassRecord` per pass run.
 
 It prints the module once after each pass (the snapshot, also used to tell whether the pass
-changed anything), counts ops by name, collects the patterns the pass reported, and optionally
+changed anything) and records, from the same print, the snapshot's structure (`ir_structure`:
+every value with its printed name, type, layout and line, every op with its operands and
+results, i.e. the def-use edges, and the layout aliases), counts ops by name, collects the patterns the pass reported, and optionally
 verifies the IR (`verify_each`) and echoes snapshots to a stream (`print_after_all`,
 `print_after_change`, as MLIR's IR printing options do).
 """
@@ -11,7 +13,7 @@ import sys
 from typing import TextIO
 
 from compiler.ir.core import Module, op_count_by_name
-from compiler.ir.printer import print_module
+from compiler.ir.printer import enc_text, print_module, print_module_with_printer
 from compiler.ir.verifier import verify_module
 from compiler.ir.verifier_errors import VerificationError
 from compiler.trace import CompileTrace, PassRecord
@@ -28,23 +30,74 @@ def ir_shape(module: Module) -> list:
     shape: list = [len(module.attributes), *module.attributes.items(), module.loc]
     add = shape.append
     extend = shape.extend
-    for op in module.walk():
-        extend((op, op.name, op.loc, len(op.operands)))
-        extend(op.operands)
-        add(len(op.results))
-        for r in op.results:
-            extend((r.type, r.name_hint))
-        add(len(op.attributes))
-        extend(op.attributes.items())
-        add(len(op.regions))
-        for region in op.regions:
-            add(len(region.blocks))
-            for block in region.blocks:
-                extend((block, len(block.ops), len(block.args)))
-                for arg in block.args:
-                    extend((arg, arg.type, arg.loc, len(arg.attributes)))
-                    extend(arg.attributes.items())
+
+    def visit(ops) -> None:         # pre-order, as `module.walk()`, without nested generators
+        for op in ops:
+            extend((op, op.name, op.loc, len(op.operands)))
+            extend(op.operands)
+            add(len(op.results))
+            for r in op.results:
+                extend((r.type, r.name_hint))
+            add(len(op.attributes))
+            extend(op.attributes.items())
+            add(len(op.regions))
+            for region in op.regions:
+                add(len(region.blocks))
+                for block in region.blocks:
+                    extend((block, len(block.ops), len(block.args)))
+                    for arg in block.args:
+                        extend((arg, arg.type, arg.loc, len(arg.attributes)))
+                        extend(arg.attributes.items())
+            for region in op.regions:
+                for block in region.blocks:
+                    visit(block.ops)
+
+    visit(module.body.ops)
     return shape
+
+
+def ir_structure(module: Module) -> tuple[str, dict]:
+    """The module's text and its structure as JSON-able data (the trace's `PassRecord.structure`,
+    format in `compiler.trace.IRStructure`): values `[name, type, layout alias, line, op]`,
+    ops `[name, line, [operand value indices], [result value indices], ends its block]` and
+    `layouts {alias: definition}`, all named as the text names them."""
+    text, op_lines, printer = print_module_with_printer(module)
+    names = printer.names
+    index: dict = {}
+    values: list = []
+    ops: list = []
+    typed: dict = {}     # id(type) -> (type, text, layout alias); holding the type keeps its id
+
+    def add(value, line: int, op_name: str) -> int:
+        type_ = value.type
+        known = typed.get(id(type_))
+        if known is None:
+            encoding = getattr(type_, "encoding", None)
+            known = typed[id(type_)] = (type_, printer.type(type_), "" if encoding is None
+                                        else printer.layout(encoding))
+        number = index[id(value)] = len(values)
+        values.append(["%" + names.get(id(value), "<<UNKNOWN>>"), known[1], known[2], line,
+                       op_name])
+        return number
+
+    def visit(block_ops: list) -> None:
+        last = block_ops[-1] if block_ops else None
+        for op in block_ops:
+            line = op_lines.get(id(op), 0)
+            name = op.name
+            used = [index.get(id(v)) for v in op.operands]
+            record = [name, line, [u for u in used if u is not None] if None in used else used,
+                      [add(r, line, name) for r in op.results], op is last]
+            ops.append(record)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        add(arg, line, "arg")
+                    visit(block.ops)
+
+    visit(module.body.ops)
+    layouts = {alias: enc_text(printer, enc) for enc, alias in printer.layout_aliases.items()}
+    return text, {"values": values, "ops": ops, "layouts": layouts}
 
 
 class TraceInstrumentation(PassInstrumentation):
@@ -70,10 +123,17 @@ class TraceInstrumentation(PassInstrumentation):
         self._last_text = ""
         self._last_counts: dict = {}
         self._last_shape: list | None = None
+        self._last_structure: dict | None = {}     # None: not built for the last text yet
+
+    def _snapshot(self, module: Module) -> str:
+        """Print the module and keep its structure (for the next record)."""
+        text, self._last_structure = ir_structure(module)
+        return text
 
     def before_pipeline(self, stage: str, module: Module) -> None:
         self._last_counts = op_count_by_name(module)
         self._last_text = print_module(module) if self.snapshots else ""
+        self._last_structure = None    # the stage input's structure is built only if reused
         self._last_shape = ir_shape(module) if self.snapshots else None
         self.trace.stage_inputs[stage] = self._last_text
 
@@ -94,11 +154,14 @@ class TraceInstrumentation(PassInstrumentation):
             shape = ir_shape(module)
             if shape == self._last_shape:          # nothing the printer reads has changed
                 text = self._last_text
+                if self._last_structure is None:
+                    self._snapshot(module)
             else:
-                text = print_module(module)
+                text = self._snapshot(module)
                 self._last_shape = shape
             record.changed = text != self._last_text
             record.ir_after = text
+            record.structure = self._last_structure
             self._last_text = text
         else:
             record.changed = counts != self._last_counts or bool(record.patterns)

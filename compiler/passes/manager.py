@@ -1,8 +1,8 @@
 """The pass manager: pipelines from strings or lists, run with instrumentation hooks.
 
-A pipeline is an MLIR-style string (`"inline,canonicalize,cse,licm{hoist-loads=false},dce"`), a
-list of names / `Pass` instances, or a mix. `PassManager(stage, passes, instrumentations)` runs
-it on a module; every instrumentation sees each pass before and after it runs (snapshots,
+A pipeline is an MLIR-style string (`"inline,canonicalize,cse,licm{hoist-loads=false},dce"`,
+read by `pipeline_text`, the one grammar), a list of names / `Pass` instances, or a mix.
+`PassManager(stage, passes, instrumentations)` runs it on a module; every instrumentation sees each pass before and after it runs (snapshots,
 verification and timing live there, never inside passes). Pass names resolve lazily: every
 module of `compiler.passes` is imported the first time a name is looked up, so passes other
 helpers register (the ttgir ones) are found without this module knowing them.
@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from compiler.ir.core import Module
 
 from .base import PASSES, Pass, PassContext, PassOptionError
+from .pipeline_text import (PassSpec, PipelineError, format_pipeline, parse_pipeline_text,
+                            suggestion)
 
 DEFAULT_PIPELINES: dict[str, str] = {
     # Triton's make_ttir: inliner, canonicalizer, combine, reorder-broadcast, cse, symbol-dce,
@@ -32,10 +34,6 @@ DEFAULT_PIPELINES: dict[str, str] = {
 
 ENV_PIPELINE_VARS = {"ttir": "TILE_PIPELINE_TTIR", "ttgir": "TILE_PIPELINE_TTGIR",
                      "llir": "TILE_PIPELINE_LLIR"}
-
-
-class PipelineError(ValueError):
-    """A pipeline that names an unknown pass or gives a pass a bad option."""
 
 
 class PassFailure(RuntimeError):
@@ -63,61 +61,37 @@ def load_all_passes() -> dict[str, type[Pass]]:
     return PASSES
 
 
-def pass_class(name: str) -> type[Pass]:
-    """The registered pass named `name`; a `PipelineError` listing valid names otherwise."""
+def pass_class(name: str, text: str | None = None, column: int | None = None) -> type[Pass]:
+    """The registered pass named `name`; otherwise a `PipelineError` (located at `column` of
+    the pipeline `text` when given) suggesting the closest names and listing the valid ones."""
     passes = load_all_passes()
     if name not in passes:
         valid = ", ".join(sorted(passes))
-        raise PipelineError(f"unknown pass '{name}'; valid passes: {valid}")
+        raise PipelineError(f"unknown pass '{name}'{suggestion(name, passes)}; "
+                            f"valid passes: {valid}", text, column)
     return passes[name]
 
 
-def _split_top_level(text: str, sep: str) -> list[str]:
-    """Split at `sep` outside braces."""
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth < 0:
-                raise PipelineError(f"unbalanced '}}' in pipeline '{text}'")
-        if ch == sep and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    if depth:
-        raise PipelineError(f"unbalanced '{{' in pipeline '{text}'")
-    parts.append("".join(current))
-    return parts
-
-
-def _parse_item(item: str) -> Pass:
-    item = item.strip()
-    name, _, rest = item.partition("{")
-    name = name.strip()
-    cls = pass_class(name)
+def bind_spec(spec: PassSpec, text: str | None = None) -> Pass:
+    """The `Pass` a `PassSpec` of the pipeline `text` names, its option texts converted to the
+    options' types; errors point at the name or option in `text`."""
+    cls = pass_class(spec.name, text, spec.column)
+    known = {o.name: o for o in cls.options_spec}
     options: dict = {}
-    if rest:
-        if not rest.endswith("}"):
-            raise PipelineError(f"options of pass '{name}' must end with '}}': '{item}'")
-        known = {o.name: o for o in cls.options_spec}
-        for pair in rest[:-1].replace(",", " ").split():
-            key, eq, value = pair.partition("=")
-            if key not in known:
-                valid = ", ".join(known) or "none"
-                raise PipelineError(f"pass '{name}' has no option '{key}' (valid options: {valid})")
-            if not eq:
-                raise PipelineError(f"option '{key}' of pass '{name}' needs a value: {key}=...")
-            try:
-                options[key] = known[key].convert(value)
-            except ValueError as err:
-                raise PipelineError(f"pass '{name}': {err}") from None
+    for option in spec.options:
+        if option.key not in known:
+            valid = ", ".join(known) or "none"
+            raise PipelineError(f"pass '{spec.name}' has no option '{option.key}'"
+                                f"{suggestion(option.key, known)} (valid options: {valid})",
+                                text, option.column)
+        try:
+            options[option.key] = known[option.key].convert(option.value)
+        except ValueError as err:
+            raise PipelineError(f"pass '{spec.name}': {err}", text, option.column) from None
     try:
         return cls(**options)
     except PassOptionError as err:
-        raise PipelineError(str(err)) from None
+        raise PipelineError(str(err), text, spec.column) from None
 
 
 def parse_pipeline(spec) -> list[Pass]:
@@ -127,8 +101,7 @@ def parse_pipeline(spec) -> list[Pass]:
     if isinstance(spec, Pass):
         return [spec]
     if isinstance(spec, str):
-        items = [s for s in _split_top_level(spec, ",") if s.strip()]
-        return [_parse_item(s) for s in items]
+        return [bind_spec(item, spec) for item in parse_pipeline_text(spec)]
     passes: list[Pass] = []
     for entry in spec:
         if isinstance(entry, Pass):
@@ -144,14 +117,9 @@ def parse_pipeline(spec) -> list[Pass]:
 
 def pipeline_text(passes: list[Pass]) -> str:
     """The pipeline string that reproduces `passes` (options that differ from defaults shown)."""
-    items = []
-    for p in passes:
-        changed = {o.name: p.options[o.name] for o in p.options_spec
-                   if p.options[o.name] != o.default}
-        opts = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                        for k, v in changed.items())
-        items.append(f"{p.name}{{{opts}}}" if opts else p.name)
-    return ",".join(items)
+    return format_pipeline(
+        (p.name, {o.name: p.options[o.name] for o in p.options_spec
+                  if p.options[o.name] != o.default}) for p in passes)
 
 
 @dataclass

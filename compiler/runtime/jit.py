@@ -423,7 +423,7 @@ class JITFunction(KernelInterface):
 
     def _resolve_default_interpret(self) -> bool:
         """Interpret when TILE_INTERPRET was set or no GPU is usable (decided once)."""
-        if self.env.interpret:
+        if self.env.interpret or _recording.forces_interpreter():
             self._default_interpret = True
         else:
             try:
@@ -466,6 +466,7 @@ class JITFunction(KernelInterface):
         known = CompileOptions.__dataclass_fields__
         options = {k: v for k, v in self.compile_options(key).items() if k in known}
         options["build_sass"] = bool(_recording.ACTIVE)
+        options.update(_recording.compile_overrides())
         compiled = compile_source(self.source_for(spec), options=options)
         self._compiled[key] = compiled
         _recording.on_compile(compiled)
@@ -514,6 +515,7 @@ class JITFunction(KernelInterface):
             except Exception as err:  # noqa: BLE001 - recorded in the trace, run continues
                 trace = None
                 note = f"full compile failed ({type(err).__name__}: {err}); interpreted the ttir"
+                _recording.on_compile_failure(self.__name__, f"{type(err).__name__}: {err}")
         if trace is None:
             from compiler.ir.printer import print_module
 

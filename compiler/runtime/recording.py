@@ -73,10 +73,13 @@ class Recorder:
     pipeline so that their traces have every stage (the explorer's `--no-gpu` mode)."""
 
     full_compile: bool = True
+    interpret: bool = False                          # run every launch in the interpreter
+    compile_options: dict = field(default_factory=dict)   # e.g. {"pipelines": {...}}
     traces: list = field(default_factory=list)       # CompileTrace, first seen first
     kernels: list = field(default_factory=list)      # CompiledKernel objects compiled
     launches: list = field(default_factory=list)     # LaunchEvent
     last_arguments: dict = field(default_factory=dict)   # id(trace) -> LaunchArguments
+    compile_failures: list = field(default_factory=list)  # (kernel name, message)
 
     def add_trace(self, trace) -> None:
         """Keep `trace` once (by identity)."""
@@ -125,6 +128,14 @@ class LaunchObserver:
     """Something in `OBSERVERS` that sees launches begin and end (the profiler's hook). It gets
     the launch's parts as they are (`LaunchInfo(...)` bundles them when it needs to)."""
 
+    #: True while the observer launches variants of the entries it sees (`variant`).
+    substitutes = False
+
+    def variant(self, entry, jit):
+        """The entry to launch in place of `entry` (asked only while `substitutes` is True:
+        the profiler's instrumentation mode runs region-instrumented kernels)."""
+        return entry
+
     def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         """Called right before the launch; returns a token handed to `launch_end`."""
         raise NotImplementedError
@@ -135,9 +146,13 @@ class LaunchObserver:
 
 
 @contextmanager
-def record(full_compile: bool = True):
-    """Collect every compiled kernel and every launch inside the block; yields the Recorder."""
-    recorder = Recorder(full_compile=full_compile)
+def record(full_compile: bool = True, interpret: bool = False,
+           compile_options: dict | None = None):
+    """Collect every compiled kernel and every launch inside the block; yields the Recorder.
+    `interpret`: kernels defined inside the block run in the interpreter; `compile_options`:
+    compile options (e.g. `pipelines`) every compile inside the block uses over its own."""
+    recorder = Recorder(full_compile=full_compile, interpret=interpret,
+                        compile_options=dict(compile_options or {}))
     ACTIVE.append(recorder)
     try:
         yield recorder
@@ -148,6 +163,26 @@ def record(full_compile: bool = True):
 def wants_full_compile() -> bool:
     """True when an active recorder wants interpreter launches compiled through every stage."""
     return any(r.full_compile for r in ACTIVE)
+
+
+def forces_interpreter() -> bool:
+    """True when an active recorder asks for every launch to run in the interpreter."""
+    return any(r.interpret for r in ACTIVE)
+
+
+def compile_overrides() -> dict:
+    """The compile options the active recorders set (the innermost wins)."""
+    options: dict = {}
+    for recorder in ACTIVE:
+        options.update(recorder.compile_options)
+    return options
+
+
+def on_compile_failure(kernel_name: str, message: str) -> None:
+    """Called by the jit when a full compile it could do without (an interpreter launch)
+    failed, so a tool that asked for that compile can report it."""
+    for recorder in ACTIVE:
+        recorder.compile_failures.append((kernel_name, message))
 
 
 def on_compile(kernel) -> None:
@@ -169,15 +204,26 @@ def observed_launch(entry, grid, args, stream, backend: str, jit=None, bound=Non
     bound arguments, for observers that read them (the profiler's `launch_metadata` hook)."""
     if len(OBSERVERS) == 1:                  # the usual case, kept short
         observer = OBSERVERS[0]
+        if observer.substitutes:
+            entry = observer.variant(entry, jit)
         token = observer.launch_begin(entry, grid, args, stream, backend, jit, bound)
         try:
             entry.launch(grid, args, stream)
         finally:
             observer.launch_end(token)
         return entry.kernel
+    entry = _variant(entry, jit)
     _observed((entry, grid, args, stream, backend, jit, bound), entry.launch,
               (grid, args, stream))
     return entry.kernel
+
+
+def _variant(entry, jit):
+    """The entry the first substituting observer launches instead of `entry`, else `entry`."""
+    for observer in OBSERVERS:
+        if observer.substitutes:
+            return observer.variant(entry, jit)
+    return entry
 
 
 def _observed(launch: tuple, go, go_args) -> None:
@@ -197,11 +243,12 @@ def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None
     caller passed them (arrays, not addresses); each recorder keeps them weakly as the trace's
     last launch arguments."""
     grid = _grid_tuple(grid)
-    record_args = (entry, grid, args, stream, backend, sources)
     if OBSERVERS:
-        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch, record_args)
+        entry = _variant(entry, jit)
+        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch,
+                  (entry, grid, args, stream, backend, sources))
     else:
-        _record_launch(*record_args)
+        _record_launch(entry, grid, args, stream, backend, sources)
 
 
 def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:

@@ -129,7 +129,7 @@ class DiffScreen(Screen):
             f" pass {self.record.index}: {self.record.name} ({self.record.stage}) · {state} · "
             f"-{counts['removed']} +{counts['added']} lines · "
             f"convert_layout {self.record.convert_layout_count} · {self.record.wall_ms:.2f} ms",
-            id="diff-title")
+            id="diff-title", markup=False)
         rows = fold_equal(self.all_rows) if self.folded else self.all_rows
         yield SideBySide(rows, id="diff-view")
         yield Footer()

@@ -4,11 +4,12 @@ from __future__ import annotations
 import statistics
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from compiler.trace import CompileTrace
+from explorer.views.plain import plain, plain_row
 
 
 def _spec_text(trace: CompileTrace) -> str:
@@ -46,7 +47,8 @@ class KernelList(Vertical):
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
-        yield Static(id="kernel-messages")
+        with VerticalScroll(id="kernel-messages-scroll"):
+            yield Static(id="kernel-messages")
         yield Static("Enter opens the highlighted kernel · 1-7 switch views · ? help",
                      id="kernel-hint")
 
@@ -55,8 +57,8 @@ class KernelList(Vertical):
         table.add_columns("kernel", "specialization", "grid", "launches", "time")
         for index, trace in enumerate(self.traces):
             grid = "×".join(str(g) for g in trace.launches[0].grid) if trace.launches else "—"
-            table.add_row(trace.kernel_name, _spec_text(trace), grid, str(len(trace.launches)),
-                          _time_text(trace), key=str(index))
+            table.add_row(*plain_row(trace.kernel_name, _spec_text(trace), grid,
+                                     len(trace.launches), _time_text(trace)), key=str(index))
         self.show_messages(self.messages)
 
     def show_messages(self, messages: list[str]) -> None:
@@ -65,8 +67,8 @@ class KernelList(Vertical):
         if not self.traces:
             notes.append("No kernel was compiled.")
         widget = self.query_one("#kernel-messages", Static)
-        widget.update("\n".join(notes))
-        widget.display = bool(notes)
+        widget.update(plain("\n".join(notes)))
+        self.query_one("#kernel-messages-scroll").display = bool(notes)
 
     def action_open(self) -> None:
         table = self.query_one(DataTable)

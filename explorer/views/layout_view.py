@@ -13,7 +13,7 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.widgets import Static
 
 from compiler.trace import CompileTrace
-from explorer.graph import SCALAR, build_layout_graph, render_clusters, to_dot, to_graphml
+from explorer.graph import SCALAR, layout_graph, render_clusters, to_dot, to_graphml
 from explorer.lexers import lexer_for_stage
 from explorer.ownership import ownership_grid, tensor_shape
 from explorer.views.code_view import CodeView
@@ -70,7 +70,7 @@ class LayoutView(Horizontal):
         """Build the graph of the trace's ttgir and draw it."""
         self.trace = trace
         ttgir = trace.stages.get("ttgir", "")
-        self.graph = build_layout_graph(ttgir)
+        self.graph = layout_graph(trace)
         self.query_one(CodeView).set_text(ttgir, lexer_for_stage("ttgir"))
         self._draw_graph(None)
 
@@ -111,16 +111,20 @@ class LayoutView(Horizontal):
             owner.update(Text("move the cursor onto a tensor value to see who owns which "
                               "element", style="dim"))
             return
-        line_text = self.trace.stages["ttgir"].splitlines()[event.line - 1]
-        type_text = line_text.rsplit(" : ", 1)[-1]
-        if "->" in type_text:
-            type_text = type_text.rsplit("->", 1)[1]
-        shape = tensor_shape(type_text)
+        shape = nodes[0].get("shape") or self._shape_from_text(event.line)
         if shape is None:
             owner.update(Text(f"{nodes[0]['layout']}: no tensor shape on this line", style="dim"))
             return
         width = max(24, owner.content_region.width or 60)
         owner.update(ownership_text(nodes[0]["layout"], self.graph.graph["aliases"], shape, width))
+
+    def _shape_from_text(self, line: int) -> tuple | None:
+        """The result shape written on a ttgir line (for graphs read from text)."""
+        line_text = self.trace.stages["ttgir"].splitlines()[line - 1]
+        type_text = line_text.rsplit(" : ", 1)[-1]
+        if "->" in type_text:
+            type_text = type_text.rsplit("->", 1)[1]
+        return tensor_shape(type_text)
 
     def action_export(self, kind: str) -> None:
         if self.graph is None or self.trace is None:
@@ -129,4 +133,4 @@ class LayoutView(Horizontal):
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.trace.kernel_name}.layouts.{kind}"
         path.write_text(to_dot(self.graph) if kind == "dot" else to_graphml(self.graph))
-        self.app.notify(f"wrote {path}")
+        self.app.notify(f"wrote {path}", markup=False)

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from compiler.trace import CompileTrace, PassRecord
 from explorer.views.convert_chart import ConvertChart
 from explorer.views.diff_screen import DiffScreen
+from explorer.views.plain import plain_row
 
 
 def op_delta(trace: CompileTrace, record: PassRecord) -> int:
@@ -70,10 +71,10 @@ class PassTimeline(Vertical):
             delta = op_delta(self.trace, record)
             changed = Text("error", style="bold red") if record.error else (
                 Text("✓", style="green") if record.changed else Text("·", style="dim"))
-            table.add_row(str(record.index), record.stage, record.name, changed,
-                          f"{delta:+d}" if delta else "", str(record.convert_layout_count),
-                          f"{record.wall_ms:.2f}", patterns_text(record),
-                          key=str(record.index))
+            table.add_row(*plain_row(record.index, record.stage, record.name, changed,
+                                     f"{delta:+d}" if delta else "",
+                                     record.convert_layout_count, f"{record.wall_ms:.2f}",
+                                     patterns_text(record)), key=str(record.index))
         self.show_doc(self.visible_records()[0] if self.visible_records() else None)
 
     def record_at_cursor(self) -> PassRecord | None:

@@ -15,15 +15,13 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from compiler.inspect import (PipelineError, check_pipeline, format_item, format_pipeline,
+                              parse_pipeline_text)
 from compiler.trace import CompileTrace
 from explorer.metrics import metric_rows, trace_metrics
+from explorer.views.plain import plain_row
 
 EDITABLE_STAGES = ("ttir", "ttgir")
-
-
-def _option_text(value) -> str:
-    """An option value as a pipeline string writes it (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass
@@ -35,26 +33,23 @@ class PassEntry:
     enabled: bool = True
 
     def spec(self) -> str:
-        """The pass as written in a pipeline string: `name` or `name{k=v,...}`."""
-        if not self.options:
-            return self.name
-        options = ",".join(f"{k}={_option_text(v)}" for k, v in self.options.items())
-        return f"{self.name}{{{options}}}"
+        """The pass as written in a pipeline string: `name` or `name{k=v ...}`."""
+        return format_item(self.name, self.options)
 
 
 def pipeline_string(entries: list[PassEntry]) -> str:
     """The MLIR-style pipeline string of the enabled entries."""
-    return ",".join(entry.spec() for entry in entries if entry.enabled)
+    return format_pipeline((entry.name, entry.options) for entry in entries if entry.enabled)
 
 
 def parse_pass_spec(text: str) -> PassEntry:
-    """`name` or `name{k=v,...}` -> PassEntry (values kept as strings)."""
-    text = text.strip()
-    if "{" not in text:
-        return PassEntry(text, {})
-    name, _, rest = text.partition("{")
-    options = dict(item.split("=", 1) for item in rest.rstrip("}").split(",") if "=" in item)
-    return PassEntry(name.strip(), {k.strip(): v.strip() for k, v in options.items()})
+    """`name` or `name{k=v ...}` -> PassEntry (values kept as text), read by the one pipeline
+    grammar and checked against the registry (a `PipelineError` with a caret otherwise)."""
+    check_pipeline(text)
+    specs = parse_pipeline_text(text)
+    if len(specs) != 1:
+        raise PipelineError(f"give one pass here, not {len(specs)}", text, 0)
+    return PassEntry(specs[0].name, specs[0].option_dict())
 
 
 class PipelineEditor(Horizontal):
@@ -87,12 +82,12 @@ class PipelineEditor(Horizontal):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="pipeline-left"):
-            yield Static(id="pipeline-title")
+            yield Static(id="pipeline-title", markup=False)
             yield DataTable(id="pipeline-table", cursor_type="row")
             yield Input(placeholder="pass name, e.g. cse or licm{max-depth=2}", id="pipeline-add")
         with Vertical(id="pipeline-right"):
             yield DataTable(id="compare-table", cursor_type="row")
-            yield Static(id="pipeline-status")
+            yield Static(id="pipeline-status", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#pipeline-table", DataTable).add_columns("on", "#", "pass")
@@ -152,13 +147,28 @@ class PipelineEditor(Horizontal):
         box.display = True
         box.focus()
 
+    def on_key(self, event) -> None:
+        """Escape closes the add-pass input without adding anything."""
+        box = self.query_one("#pipeline-add", Input)
+        if event.key == "escape" and box.display:
+            event.stop()
+            box.value = ""
+            box.display = False
+            self.query_one("#pipeline-table", DataTable).focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         event.input.display = False
         if event.value.strip():
+            try:
+                entry = parse_pass_spec(event.value)
+            except PipelineError as error:
+                self.set_status(str(error), error=True)
+                event.input.display = True
+                return
             entries = self.entries.setdefault(self.stage, [])
             position = self._current() + 1 if entries else 0
-            entries.insert(position, parse_pass_spec(event.value))
+            entries.insert(position, entry)
             self.refresh_list(cursor=position)
         event.input.value = ""
         self.query_one("#pipeline-table", DataTable).focus()
@@ -221,7 +231,7 @@ class PipelineEditor(Horizontal):
         a = trace_metrics(self.trace)
         b = trace_metrics(self.result) if self.result else {}
         for row in metric_rows(a, b):
-            table.add_row(*row)
+            table.add_row(*plain_row(*row))
 
     def set_status(self, message: str, error: bool = False) -> None:
         """Show a status line (red for errors)."""

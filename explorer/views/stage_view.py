@@ -32,7 +32,8 @@ class StageView(Vertical):
         yield Tabs(*[Tab(stage, id=f"stage-{stage}") for stage in STAGE_ORDER], id="stage-tabs")
         yield CodeView(id="stage-code")
         yield Input(placeholder="search (Enter to find, Esc to close)", id="stage-search")
-        yield Static(id="stage-status")
+        yield Static(id="stage-notes", markup=False)
+        yield Static(id="stage-status", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#stage-search").display = False
@@ -40,6 +41,9 @@ class StageView(Vertical):
     def show_trace(self, trace: CompileTrace) -> None:
         """Show a (new) trace, keeping the chosen stage when it exists."""
         self.trace = trace
+        notes = self.query_one("#stage-notes", Static)
+        notes.update("\n".join(f"note: {note}" for note in trace.notes))
+        notes.display = bool(trace.notes)
         tabs = self.query_one(Tabs)
         present = [s for s in STAGE_ORDER if trace.stages.get(s)]
         for stage in STAGE_ORDER:

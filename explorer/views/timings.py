@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from compiler.trace import CompileTrace
+from explorer.views.plain import plain_row
 
 BACKEND_LABELS = {"gpu": "GPU (CUDA events)", "interpreter": "interpreter (wall time)"}
 
@@ -22,17 +23,18 @@ class TimingsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="launch-table", cursor_type="row", zebra_stripes=True)
-        yield Static(id="stage-times")
+        yield Static(id="stage-times", markup=False)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("kernel", "grid", "warps", "backend", "time ms")
         for trace in self.traces:
             for launch in trace.launches:
-                table.add_row(trace.kernel_name, "×".join(map(str, launch.grid)),
-                              str(launch.num_warps),
-                              BACKEND_LABELS.get(launch.backend, launch.backend),
-                              "—" if launch.time_ms is None else f"{launch.time_ms:.4g}")
+                table.add_row(*plain_row(trace.kernel_name, "×".join(map(str, launch.grid)),
+                                         launch.num_warps,
+                                         BACKEND_LABELS.get(launch.backend, launch.backend),
+                                         "—" if launch.time_ms is None
+                                         else f"{launch.time_ms:.4g}"))
         if not any(trace.launches for trace in self.traces):
             table.add_row("(no launches recorded)", "", "", "", "")
 

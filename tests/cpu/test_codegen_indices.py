@@ -9,11 +9,12 @@ from llvmlite import ir
 
 from compiler.analysis import layouts
 from compiler.codegen.indices import LayoutIndexer
-from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LinearEncoding,
+                                   NvidiaMmaEncoding, SliceEncoding)
 
 OPS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "and": lambda a, b: a & b,
        "or": lambda a, b: a | b, "lshr": lambda a, b: a >> b, "shl": lambda a, b: a << b,
-       "sub": lambda a, b: a - b}
+       "sub": lambda a, b: a - b, "xor": lambda a, b: a ^ b}
 
 
 def _evaluate(value, tid: int, cache: dict):
@@ -56,6 +57,26 @@ LAYOUTS = [
     (DotOperandEncoding(0, BlockedEncoding((1, 4), (4, 8), (4, 1), (1, 0))), (32, 8)),
     (DotOperandEncoding(1, BlockedEncoding((1, 4), (4, 8), (4, 1), (1, 0))), (8, 64)),
 ]
+# Layouts indexed from their linear layout (no RegisterSlot model): wgmma accumulators and A
+# operands, slices of mma layouts, and #ttg.linear (one with a swizzle-like non-power-of-two
+# basis that needs XOR).
+V3 = NvidiaMmaEncoding(3, 0, (4, 2), (16, 64, 16))
+V2 = NvidiaMmaEncoding(2, 0, (2, 2), (16, 8))
+LINEAR_LAYOUTS = [
+    (V3, (128, 128)),
+    (V3, (64, 64)),
+    (NvidiaMmaEncoding(3, 0, (8, 1), (16, 256, 16)), (128, 256)),
+    (DotOperandEncoding(0, V3, 2), (128, 64)),
+    (SliceEncoding(1, V3), (128,)),
+    (SliceEncoding(0, V3), (64,)),
+    (SliceEncoding(1, V2), (64,)),
+    (SliceEncoding(0, V2), (32,)),
+    (LinearEncoding(((0, 1), (8, 0)), ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)),
+                    ((16, 0), (0, 0))), (32, 8)),
+    (LinearEncoding(((1, 0), (0, 3)), ((0, 1), (2, 0), (4, 0), (0, 4), (0, 0)), ((8, 0),)),
+     (16, 8)),
+]
+LAYOUTS += LINEAR_LAYOUTS
 
 
 @pytest.mark.parametrize("layout,shape", LAYOUTS, ids=lambda x: str(x)[:40])
@@ -69,9 +90,7 @@ def test_emitted_coordinates_match_the_layout_helper(layout, shape):
         assert got == layouts.thread_elements(layout, shape, tid // 32, tid % 32), tid
 
 
-@pytest.mark.parametrize("layout,shape", [x for x in LAYOUTS
-                                          if not isinstance(x[0], DotOperandEncoding)],
-                         ids=lambda x: str(x)[:40])
+@pytest.mark.parametrize("layout,shape", LAYOUTS, ids=lambda x: str(x)[:40])
 def test_owner_predicate_picks_one_holder_per_element(layout, shape):
     indexer, builder = _indexer()
     owner = indexer.unique_owner(layout, shape)

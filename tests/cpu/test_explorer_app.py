@@ -159,9 +159,9 @@ def _filtered_recompiler(base):
     """Stands in for compiler.compile (built by other helpers): replays the reference trace's
     pass records, keeping only the passes the edited pipeline names, in the order given."""
     def recompile(trace, pipelines):
-        if "break-me" in pipelines.get("ttgir", ""):
-            raise RuntimeError("unknown pass 'break-me'")
         keep = [name.split("{")[0] for name in pipelines.get("ttgir", "").split(",") if name]
+        if "licm" in keep:
+            raise RuntimeError("ttgir pass #3 'licm' failed")
         passes = [p for p in base.passes if p.stage != "ttgir" or p.name in keep]
         first_ttgir = next(p for p in base.passes if p.stage == "ttgir")
         passes = [p if p.stage != "ttgir" or p.name != keep[-1] else
@@ -199,12 +199,21 @@ async def test_pipeline_editor_edits_recompiles_and_compares(traces):
         assert list(convert[1:]) == ["0", "3", "+3"]
         status = str(app.query_one("#pipeline-status").render())
         assert "recompiled" in status and "runtime of B: not measured" in status
+        # an unknown pass is refused when it is added, with the closest names; Escape cancels
+        count = len(editor.entries["ttgir"])
+        await pilot.press("a", *"coalesse", "enter")
+        await pilot.pause()
+        status = str(app.query_one("#pipeline-status").render())
+        assert "unknown pass 'coalesse' (did you mean 'coalesce'?)" in status
+        assert len(editor.entries["ttgir"]) == count
+        await pilot.press("escape")
+        assert not app.query_one("#pipeline-add").display
         # a failing pipeline keeps the last good result and shows the error
-        await pilot.press("a", *"break-me", "enter", "r")
+        await pilot.press("a", *"licm", "enter", "r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         status = str(app.query_one("#pipeline-status").render())
-        assert "unknown pass 'break-me'" in status and "keeping the last good result" in status
+        assert "'licm' failed" in status and "keeping the last good result" in status
         assert editor.result is not None
 
 

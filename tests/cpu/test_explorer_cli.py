@@ -87,7 +87,8 @@ def test_error_in_the_users_file_is_shown_with_file_and_line(script, capsys):
     code, data = _json(capsys, [str(script), "--json", "--no-gpu", "--", "64"])
     line = KERNELS.splitlines().index('    print("scaled")') + 1
     assert code == 1
-    assert data["error"].startswith(f"{script}:{line}: NameError")
+    assert data["error"].startswith(f"{script}:{line}:11: NameError")     # file:line:col
+    assert data["error"].endswith("print(undefined_name)\n              ^")  # and a caret
     assert "print(undefined_name)" in data["error"] and "Traceback" not in data["error"]
     assert [k["kernel"] for k in data["kernels"]] == ["scale_kernel", "warm_kernel"]
 
@@ -157,17 +158,17 @@ def test_compare_says_why_the_runtime_row_is_empty(script, capsys, monkeypatch):
 
 def test_app_on_real_traces_links_ttgir_to_ptx_and_recompiles(script):
     from explorer.app import ExplorerApp
-    from explorer.runner import recompile, run_file
+    from compiler.inspect import recompile, run_file
     from explorer.views.code_view import CodeView
     from explorer.views.pipeline_editor import PipelineEditor
 
-    result = run_file(script, ["64"], no_gpu=True)
+    result = run_file(script, ["64"], interpret=True)
     trace = result.traces[0]
     assert trace.ttgir_to_ptx, "the backend records which PTX lines each ttgir op became"
 
     async def drive():
         app = ExplorerApp(result.traces, result.messages,
-                          recompiler=lambda t, p: recompile(t, p, result.kernels[t.kernel_name]))
+                          recompiler=lambda t, p: recompile(t, p, result.kernels[t.kernel_name]).trace)
         async with app.run_test(size=(120, 40)) as pilot:
             for view in "234567":
                 await pilot.press(view)

@@ -52,9 +52,12 @@ def test_shared_layouts_are_described_not_drawn():
     assert text.startswith("#shared: shared memory") and "\n" not in text
 
 
-def test_slices_of_mma_layouts_say_they_are_not_drawn():
-    with pytest.raises(NotDrawable, match="blocked, mma and dot_op"):
-        ownership_grid("#slice", (128,), ALIASES)
+def test_slices_of_mma_layouts_are_drawn_from_their_linear_layout():
+    # a row of the m16n8k16 C fragment: rows g (lanes 4g) in c0, rows g + 8 in c2 (register 1
+    # of the slice, the column registers having collapsed); first owner per element shown
+    (row,) = ownership_grid("#slice", (128,), ALIASES)
+    assert [row[0], row[1], row[7], row[8]] == [(0, 0, 0), (0, 4, 0), (0, 28, 0), (0, 0, 1)]
+    assert {warp for warp, _, _ in row[:16]} == {0}
 
 
 def test_the_view_draws_an_mma_map():

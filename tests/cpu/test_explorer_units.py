@@ -18,8 +18,9 @@ from explorer.graph import (build_layout_graph, conversions, layout_aliases, ren
                             to_dot, to_graphml)
 from explorer.lexers import MLIRLexer, PTXLexer, SASSLexer, lexer_for_stage
 from explorer.metrics import count_ops, metric_rows, ptx_instruction_count, trace_metrics
-from explorer.ownership import blocked_owner, ownership_grid, parse_blocked, tensor_shape
-from explorer.runner import describe_user_error, set_pipeline_overrides
+from explorer.ownership import ownership_grid, tensor_shape
+from compiler.inspect import describe_user_error, parse_stage_overrides
+from compiler.passes.pipeline_text import PipelineError
 from explorer.views.linked_view import expand_ranges, ptx_to_ttgir
 from explorer.views.pipeline_editor import PassEntry, parse_pass_spec, pipeline_string
 
@@ -140,14 +141,17 @@ def test_dot_and_graphml_exports_round_trip(tmp_path):
     assert any("⇄" in line for line in drawing)
 
 
+def _first_owner(text: str, shape: tuple, coord: tuple) -> tuple:
+    from compiler.inspect import describe_layout
+    return min(describe_layout(text, shape).owners[coord])
+
+
 def test_blocked_owner_follows_size_threads_warps_and_repeats():
-    layout = parse_blocked(BLOCKED_1D)
-    assert blocked_owner(layout, (4096,), (5,)) == (0, 1, 1)
-    assert blocked_owner(layout, (4096,), (128,)) == (1, 0, 0)      # next warp
-    assert blocked_owner(layout, (4096,), (2048 + 5,)) == (0, 1, 5)  # second repetition
-    layout2 = parse_blocked(BLOCKED_2D)
-    assert blocked_owner(layout2, (128, 64), (4, 16)) == (1, 2, 0)
-    assert blocked_owner(layout2, (128, 64), (1, 9)) == (0, 9, 1)
+    assert _first_owner(BLOCKED_1D, (4096,), (5,)) == (0, 1, 1)
+    assert _first_owner(BLOCKED_1D, (4096,), (128,)) == (1, 0, 0)      # next warp
+    assert _first_owner(BLOCKED_1D, (4096,), (2048 + 5,)) == (0, 1, 5)  # second repetition
+    assert _first_owner(BLOCKED_2D, (128, 64), (4, 16)) == (1, 2, 0)
+    assert _first_owner(BLOCKED_2D, (128, 64), (1, 9)) == (0, 9, 1)
 
 
 def test_ownership_grid_of_a_slice_uses_the_parent():
@@ -179,10 +183,17 @@ def test_metric_rows_show_deltas():
 
 
 def test_pipeline_strings_round_trip():
-    entries = [parse_pass_spec("canonicalize"), parse_pass_spec("licm{max-depth=2}"),
+    entries = [parse_pass_spec("canonicalize"), parse_pass_spec("loop-unroll{max-trip-count=2}"),
                PassEntry("cse", {}, enabled=False)]
-    assert entries[1].options == {"max-depth": "2"}
-    assert pipeline_string(entries) == "canonicalize,licm{max-depth=2}"
+    assert entries[1].options == {"max-trip-count": "2"}
+    assert pipeline_string(entries) == "canonicalize,loop-unroll{max-trip-count=2}"
+
+
+def test_the_editor_checks_a_pass_against_the_registry():
+    with pytest.raises(PipelineError, match="did you mean 'coalesce'"):
+        parse_pass_spec("coalesse")
+    with pytest.raises(PipelineError, match="no option 'max-depth'"):
+        parse_pass_spec("licm{max-depth=2}")
 
 
 def test_ptx_to_ttgir_inverts_the_map():
@@ -191,13 +202,14 @@ def test_ptx_to_ttgir_inverts_the_map():
     assert expand_ranges([[1, 3], [7, 7]]) == {1, 2, 3, 7}
 
 
-def test_set_pipeline_overrides(monkeypatch):
-    monkeypatch.setenv("TILE_PIPELINE_TTGIR", "")   # restored (or removed) after the test
-    set_pipeline_overrides(["ttgir=cse,canonicalize"])
-    import os
-    assert os.environ["TILE_PIPELINE_TTGIR"] == "cse,canonicalize"
-    with pytest.raises(ValueError):
-        set_pipeline_overrides(["sass=cse"])
+def test_stage_overrides_are_read_and_checked_by_the_one_grammar():
+    assert parse_stage_overrides(["ttgir=cse,canonicalize"]) == {"ttgir": "cse,canonicalize"}
+    with pytest.raises(PipelineError, match="unknown stage 'sass'"):
+        parse_stage_overrides(["sass=cse"])
+    with pytest.raises(PipelineError) as err:
+        parse_stage_overrides(["ttgir=cse,coalesse"])
+    assert "did you mean 'coalesce'" in str(err.value)
+    assert str(err.value).endswith("ttgir=cse,coalesse\n              ^")
 
 
 def test_describe_user_error_points_at_the_users_line(tmp_path):
@@ -207,8 +219,8 @@ def test_describe_user_error_points_at_the_users_line(tmp_path):
         exec(compile(script.read_text(), str(script), "exec"), {})
     except ZeroDivisionError as error:
         message = describe_user_error(error, script)
-    assert message.startswith(f"{script}:2: ZeroDivisionError")
-    assert "y = x / 0" in message
+    assert message.startswith(f"{script}:2:5: ZeroDivisionError")
+    assert message.endswith("    y = x / 0\n        ^")
 
 
 @needs_reference
@@ -233,14 +245,9 @@ def test_cli_reports_missing_file_and_bad_usage(tmp_path, capsys):
 def test_cli_says_clearly_when_the_compiler_is_missing(tmp_path, capsys, monkeypatch):
     script = tmp_path / "k.py"
     script.write_text("print('hi')\n")
-    import explorer.runner as runner
-
-    def missing(module, attribute=None, purpose=""):
-        raise runner.CompilerMissing(f"{module}.{attribute} is not available (test); "
-                                     f"it is needed {purpose}")
-    monkeypatch.setattr(runner, "require", missing)
+    monkeypatch.setitem(sys.modules, "compiler.inspect", None)
     assert cli.main([str(script), "--json"]) == 3
-    assert "is not available" in capsys.readouterr().err
+    assert "compiler.inspect is not available" in capsys.readouterr().err
 
 
 def test_pass_record_diffs_use_trace_ir_before():
@@ -258,14 +265,10 @@ def test_unrelated_paired_lines_get_no_intraline_spans():
 
 @pytest.mark.parametrize("text, shape", [(BLOCKED_1D, (4096,)), (BLOCKED_1D, (256,)),
                                          (BLOCKED_2D, (128, 64)), (BLOCKED_2D, (16, 16))])
-def test_ownership_agrees_with_the_compilers_layout_model(text, shape):
-    layouts = pytest.importorskip("compiler.analysis.layouts")
-    from compiler.dialects.ttg import BlockedEncoding
-    mine = parse_blocked(text)
-    theirs = BlockedEncoding(mine.size_per_thread, mine.threads_per_warp, mine.warps_per_cta,
-                             mine.order)
-    owners = layouts.element_owners(theirs, shape)
-    coords = [(i,) for i in range(0, shape[0], 7)] if len(shape) == 1 else \
-        [(r, c) for r in range(0, shape[0], 5) for c in range(0, shape[1], 3)]
-    for coord in coords:
-        assert blocked_owner(mine, shape, coord) in owners[coord], coord
+def test_ownership_grid_is_the_compilers_layout_model(text, shape):
+    from compiler.inspect import describe_layout
+    owners = describe_layout(text, shape).owners
+    grid = ownership_grid(text, shape, max_rows=8, max_cols=16)
+    for r, row in enumerate(grid):
+        for c, cell in enumerate(row):
+            assert cell == min(owners[(r, c) if len(shape) > 1 else (c,)])

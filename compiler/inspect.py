@@ -1,0 +1,488 @@
+"""The compiler's one door for tools: everything the explorer asks of the compiler goes here.
+
+    run_file(path, args, interpret=..., pipelines=...)   run a script under the recorder
+    recompile(trace, pipelines, kernel=None)              compile a recorded kernel again
+    list_passes()                                         the registered passes, docs, options
+    check_pipeline(text) / parse_stage_overrides(items)   read and validate pipeline strings
+    describe_layout(encoding_text, shape)                 who owns which element of a layout
+    gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
+
+Settings travel as arguments (never through `os.environ`); the traces it hands back are
+`compiler.trace` objects. Errors a user can cause come back as `ToolError`s (a `ValueError`)
+whose text has the location and a caret, or, for a script, in `RunResult.error`.
+"""
+from __future__ import annotations
+
+import inspect as _pyinspect
+import linecache
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import types
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Callable
+
+from compiler.passes.pipeline_text import (PassSpec, PipelineError, format_item,  # noqa: F401
+                                           format_pipeline, parse_pipeline_text,
+                                           parse_stage_pipeline)
+from compiler.trace import CompileTrace, decode_constexpr
+
+#: The stages whose pass pipelines a tool may replace.
+PIPELINE_STAGES = ("ttir", "ttgir", "llir")
+
+
+class ToolError(ValueError):
+    """A request a tool made that the compiler cannot do; the message says why."""
+
+
+# ---- pipelines and passes -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class OptionInfo:
+    """One option of a registered pass."""
+
+    name: str
+    type: str
+    default: object
+    help: str
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """A registered pass: its pipeline name, its description and its options."""
+
+    name: str
+    doc: str
+    options: tuple
+
+
+def list_passes() -> list[PassInfo]:
+    """Every registered pass, sorted by name, with its docstring and typed options."""
+    from compiler.passes.manager import load_all_passes
+    return [PassInfo(name, cls.doc(), tuple(OptionInfo(o.name, o.type.__name__, o.default, o.help)
+                                            for o in cls.options_spec))
+            for name, cls in sorted(load_all_passes().items())]
+
+
+def check_pipeline(text: str) -> list[str]:
+    """The pass names of a pipeline string, after checking every name and option against the
+    registry; a `PipelineError` (with column and caret) otherwise."""
+    from compiler.passes.manager import parse_pipeline
+    return [p.name for p in parse_pipeline(text)]
+
+
+def parse_stage_overrides(items: list[str]) -> dict:
+    """`["ttgir=coalesce,cse", ...]` (the command line's `--passes`) -> {stage: pipeline},
+    each pipeline checked against the registry; a `PipelineError` naming the item otherwise."""
+    from compiler.passes.manager import bind_spec
+    pipelines: dict = {}
+    for item in items:
+        stage, specs = parse_stage_pipeline(item, PIPELINE_STAGES)
+        pipeline = item.partition("=")[2]
+        for spec in specs:
+            bind_spec(spec, item)
+        if not specs:
+            raise PipelineError(f"the {stage} pipeline is empty", item, len(item))
+        pipelines[stage] = pipeline.strip()
+    return pipelines
+
+
+# ---- running a script ---------------------------------------------------------------------------
+@dataclass
+class Progress:
+    """How far a running script has got (for a progress line)."""
+
+    kernels: int
+    launches: int
+    elapsed_s: float
+
+    def line(self) -> str:
+        """`running: 3 kernels compiled, 120 launches, 4.2 s`."""
+        return (f"running: {self.kernels} kernel(s) compiled, {self.launches} launch(es), "
+                f"{self.elapsed_s:.1f} s")
+
+
+@dataclass
+class RunResult:
+    """What running a user file produced."""
+
+    traces: list = field(default_factory=list)
+    messages: list = field(default_factory=list)     # notes: what was not run and why
+    error: str | None = None                          # the user's file failed (file:line + message)
+    kernels: dict = field(default_factory=dict)       # kernel name -> JIT function object
+    recorder: object = None                           # the recording (launch arguments, ...)
+    interrupted: bool = False                         # stopped by Ctrl-C (what ran is kept)
+
+
+def describe_user_error(error: BaseException, path: Path) -> str:
+    """`file:line: message`, the source line and a caret, for an exception raised by a user's
+    file. Errors the compiler formats itself (with file:line:col and a caret) keep their text."""
+    message = f"{type(error).__name__}: {error}"
+    text = str(error)
+    already_located = ":" in text.split("\n", 1)[0] and "^" in text   # file:line:col + caret
+    if already_located:
+        return text
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).resolve() == path.resolve()]
+    if not frames:
+        return message
+    frame = frames[-1]
+    source = linecache.getline(frame.filename, frame.lineno).rstrip()
+    column = getattr(frame, "colno", None)
+    if column is None:
+        column = len(source) - len(source.lstrip())
+    return f"{frame.filename}:{frame.lineno}:{column + 1}: {message}\n    {source}\n    " \
+           f"{' ' * column}^"
+
+
+def _syntax_error_text(error: SyntaxError) -> str:
+    """`file:line:col: message`, the line and a caret, for a script that does not parse."""
+    line = (error.text or "").rstrip("\n")
+    column = max(0, (error.offset or 1) - 1)
+    return f"{error.filename}:{error.lineno}:{column + 1}: {error.msg}\n    {line}\n    " \
+           f"{' ' * column}^"
+
+
+def _is_jit_function(obj) -> bool:
+    return callable(getattr(obj, "warmup", None)) and callable(getattr(obj, "fn", None))
+
+
+def _warmup_arguments(jit) -> tuple | None:
+    """Signature strings for a kernel's parameters, or None when a constexpr has no default.
+
+    Parameters named like pointers get "*fp32", the others "i32"; constexprs take their
+    default values. This is a guess, so kernels compiled this way are reported as such."""
+    args, kwargs = [], {}
+    for param in _pyinspect.signature(jit.fn).parameters.values():
+        if "constexpr" in str(param.annotation):
+            if param.default is _pyinspect.Parameter.empty:
+                return None
+            kwargs[param.name] = param.default
+        elif param.name.lower().endswith(("ptr", "_p")) or (len(param.name) == 1 and
+                                                             param.name.isupper()):
+            args.append("*fp32")
+        else:
+            args.append("i32")
+    return tuple(args), kwargs
+
+
+class _Ticker:
+    """Calls `progress(Progress)` about twice a second from a thread while a script runs."""
+
+    def __init__(self, recorder, progress: Callable | None, period_s: float = 0.5):
+        self.recorder, self.progress, self.period_s = recorder, progress, period_s
+        self.start = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def snapshot(self) -> Progress:
+        return Progress(len(self.recorder.traces), len(self.recorder.launches),
+                        time.perf_counter() - self.start)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.progress(self.snapshot())
+
+    def __enter__(self):
+        if self.progress is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self.progress is not None:
+            self._thread.join()
+
+
+def run_file(path: str | Path, script_args: list[str] | None = None, interpret: bool = False,
+             pipelines: dict | None = None, only_kernel: str | None = None,
+             progress: Callable[[Progress], None] | None = None) -> RunResult:
+    """Run a kernel file as `__main__` (the `triton` alias installed) under the recorder and
+    collect the traces of the kernels it compiled. `interpret`: launches run in the interpreter
+    (and still compile through every stage); `pipelines`: {stage: pipeline} every compile uses;
+    `progress`: called about twice a second while the script runs. Ctrl-C stops the script and
+    keeps what was recorded (`interrupted`)."""
+    from compiler.runtime.recording import record
+    from compiler.triton_alias import install
+
+    path = Path(path)
+    result = RunResult()
+    options = {"pipelines": dict(pipelines)} if pipelines else {}
+    install()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(path), *(script_args or [])]
+    sys.path.insert(0, str(path.resolve().parent))
+    module = types.ModuleType("__main__")
+    module.__file__ = str(path)
+    namespace = module.__dict__
+    saved_main = sys.modules.get("__main__")
+    try:
+        with record(interpret=interpret, compile_options=options) as recorder, \
+                _Ticker(recorder, progress) as ticker:
+            try:
+                code = compile(path.read_text(), str(path), "exec")
+                sys.modules["__main__"] = module
+                exec(code, namespace)       # like runpy, but the globals survive an error
+            except SystemExit as stop:
+                if stop.code not in (None, 0):
+                    result.error = f"{path}: the script exited with status {stop.code}"
+            except SyntaxError as error:
+                result.error = _syntax_error_text(error)
+            except KeyboardInterrupt:
+                result.interrupted = True
+                seen = ticker.snapshot()
+                result.error = (f"{path}: interrupted (Ctrl-C) after {seen.elapsed_s:.1f} s; "
+                                f"kept the {seen.kernels} kernel(s) and {seen.launches} "
+                                "launch(es) recorded so far")
+            except Exception as error:   # the user's code failed: report it, keep what compiled
+                result.error = describe_user_error(error, path)
+            if not result.interrupted:
+                _warm_up_unlaunched(namespace, recorder, result)
+        result.traces = list(recorder.traces)
+        result.recorder = recorder
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+    _report_compile_failures(recorder, result, bool(pipelines))
+    if only_kernel:
+        result.traces = [t for t in result.traces if t.kernel_name == only_kernel]
+        if not result.traces:
+            result.messages.append(f"no kernel named {only_kernel!r} was compiled")
+    return result
+
+
+def _report_compile_failures(recorder, result: RunResult, pipelines_given: bool) -> None:
+    """Full compiles that failed while the interpreter ran the kernel: an error when the user
+    gave pipelines (their pipeline broke the compile), a note otherwise."""
+    for name, message in recorder.compile_failures:
+        text = f"{name}: the full compile failed: {message}"
+        if pipelines_given and not result.error:
+            result.error = text + "\n  (with the pipelines given by --passes)"
+        elif pipelines_given:
+            result.messages.append(text)
+
+
+def _warm_up_unlaunched(namespace: dict, recorder, result: RunResult) -> None:
+    """Compile kernels that were defined but never launched, when warmup can be called."""
+    compiled = {trace.kernel_name for trace in recorder.traces}
+    why = "the script stopped with an error first" if result.error else \
+        "not launched by the script"
+    for name, obj in namespace.items():
+        if not _is_jit_function(obj):
+            continue
+        kernel_name = getattr(obj.fn, "__name__", name)
+        result.kernels[kernel_name] = obj
+        if kernel_name in compiled:
+            continue
+        guess = _warmup_arguments(obj)
+        if guess is None:
+            result.messages.append(f"{kernel_name}: {why}, and a constexpr parameter has no "
+                                   "default, so it was not compiled")
+            continue
+        args, kwargs = guess
+        try:
+            obj.warmup(*args, grid=(1,), **kwargs)
+            result.messages.append(f"{kernel_name}: {why}; compiled with guessed signature "
+                                   f"({', '.join(args)}) and no timings")
+        except Exception as error:
+            result.messages.append(f"{kernel_name}: {why}, and compiling it with a guessed "
+                                   f"signature failed: {type(error).__name__}: {error}")
+
+
+def dump_traces(traces: list, folder: str | Path) -> None:
+    """Write traces the way `--dump` and TILE_KERNEL_DUMP do (one folder per kernel)."""
+    from compiler.dump import dump_traces as write
+    write(traces, Path(folder))
+
+
+# ---- recompiling --------------------------------------------------------------------------------
+def recorded_options(trace: CompileTrace) -> dict:
+    """The compile options a trace recorded (every field of `CompileOptions` it has), as
+    keyword arguments for `compile`; options the driver no longer knows are left out."""
+    from compiler.compiler import CompileOptions
+    known = {f.name: f for f in fields(CompileOptions)}
+    recorded = (trace.specialization or {}).get("options") or {}
+    options = {}
+    for key, value in recorded.items():
+        if key in known:
+            options[key] = tuple(value) if isinstance(value, list) else value
+    return options
+
+
+def recorded_constexprs(trace: CompileTrace) -> dict | None:
+    """The constexpr values of a trace (from their JSON record), or None for a trace written
+    before constexprs were recorded as JSON (it is then recompiled from its ttir)."""
+    data = (trace.specialization or {}).get("constexprs_json")
+    if data is None:
+        return None
+    return {key: decode_constexpr(value) for key, value in data.items()}
+
+
+def recompile(trace: CompileTrace, pipelines: dict, kernel=None):
+    """Compile a recorded kernel again with other pass pipelines ({stage: pipeline string});
+    returns the CompiledKernel (`.trace` holds every stage, `.launch` runs it on a GPU).
+
+    With the kernel's JIT function (from a run) and a trace holding its specialization, the
+    front end runs again on the recorded signature and JSON constexprs with the recorded
+    options; otherwise (a saved trace, an old trace) the trace's ttir is compiled."""
+    from compiler.compiler import compile as compile_source
+    for text in pipelines.values():
+        check_pipeline(text)
+    options = recorded_options(trace)
+    options.pop("pipelines", None)            # the new pipelines replace the recorded ones
+    spec = trace.specialization or {}
+    constexprs = recorded_constexprs(trace)
+    if kernel is not None and isinstance(spec.get("signature"), dict) and constexprs is not None:
+        from compiler.runtime.specialization import ASTSource
+        source = ASTSource(fn=kernel, signature=dict(spec["signature"]), constexprs=constexprs,
+                           attrs=dict(spec.get("attrs") or {}))
+        return compile_source(source, options=options, pipelines=pipelines)
+    ttir = trace.stage_inputs.get("ttir") or trace.stages.get("ttir")
+    if not ttir:
+        raise ToolError(f"{trace.kernel_name}: the trace has no ttir to recompile from")
+    with tempfile.TemporaryDirectory(prefix="tile-explore-") as folder:
+        path = Path(folder) / f"{trace.kernel_name}.ttir"
+        path.write_text(ttir)
+        return compile_source(str(path), options=options, pipelines=pipelines)
+
+
+# ---- layouts ------------------------------------------------------------------------------------
+class NotDrawable(ValueError):
+    """A layout whose elements no thread owns, or that the layout model cannot map; the
+    message says why (for a shared layout: what it is)."""
+
+
+@dataclass
+class LayoutDescription:
+    """What a layout does to a tensor of `shape`: a one-line summary and, for distributed
+    layouts, `owners[coord] = [(warp, lane, register), ...]`."""
+
+    encoding: str
+    shape: tuple
+    summary: str
+    owners: dict
+
+
+def _parse_encoding(encoding_text: str, aliases: dict):
+    """The compiler's encoding object for a layout text (aliases `#name -> text` resolved)."""
+    from compiler.dialects import ttg  # noqa: F401  (registers the layout parsers)
+    from compiler.ir.parser import ParseError, Parser
+    known: dict = {}
+    for name, definition in aliases.items():      # definitions come parents first
+        alias_parser = Parser(definition)
+        alias_parser.layout_aliases = known
+        try:
+            known[name] = alias_parser.encoding_ref()
+        except (ParseError, KeyError):
+            continue                               # a layout the compiler does not know
+    parser = Parser(encoding_text)
+    parser.layout_aliases = known
+    try:
+        return parser.encoding_ref()
+    except (ParseError, KeyError) as error:
+        raise NotDrawable(f"the compiler cannot read this layout ({error})") from None
+
+
+def describe_layout(encoding_text: str, shape: tuple, aliases: dict | None = None
+                    ) -> LayoutDescription:
+    """Ownership of every element of a `shape` tensor in the layout `encoding_text` (a full
+    `#ttg.…<…>` text or an alias defined in `aliases`), from the compiler's layout model.
+    Shared layouts and layouts the model cannot map raise `NotDrawable` saying why."""
+    try:
+        from compiler.analysis import layouts
+        from compiler.dialects.ttg import SwizzledSharedEncoding
+    except ImportError as error:
+        raise NotDrawable(f"drawing layouts needs the compiler's layout model ({error})") \
+            from None
+    encoding = _parse_encoding(encoding_text, dict(aliases or {}))
+    if isinstance(encoding, SwizzledSharedEncoding):
+        raise NotDrawable("shared memory: no thread owns its elements")
+    try:
+        owners = layouts.element_owners(encoding, tuple(shape))
+        summary = layouts.describe(encoding, tuple(shape))
+    except (NotImplementedError, AttributeError, IndexError) as error:
+        raise NotDrawable(f"the layout model maps blocked, mma and dot_op layouts and slices "
+                          f"of blocked layouts; it cannot map {encoding_text} yet ({error})") \
+            from None
+    return LayoutDescription(encoding_text, tuple(shape), summary, owners)
+
+
+# ---- the GPU ------------------------------------------------------------------------------------
+def gpu_available() -> bool:
+    """Whether the CUDA driver finds a GPU (False when the driver cannot be loaded at all)."""
+    try:
+        from compiler.runtime.driver import gpu_available as driver_gpu_available
+    except ImportError:
+        return False
+    return driver_gpu_available()
+
+
+def time_on_gpu(kernel, arguments, repeats: int = 20) -> float:
+    """Median milliseconds of `repeats` launches of a CompiledKernel on recorded launch
+    `arguments` (`LaunchArguments`; one untimed launch first: module load and cold caches)."""
+    import statistics
+
+    from compiler.runtime.driver import Event
+
+    values = arguments.resolve()
+    if values is None:
+        raise ToolError("the recorded launch's arguments are no longer reachable")
+    kernel.launch(arguments.grid, values, arguments.stream)
+    times = []
+    for _ in range(repeats):
+        start, end = Event(), Event()
+        start.record(arguments.stream)
+        kernel.launch(arguments.grid, values, arguments.stream)
+        end.record(arguments.stream)
+        times.append(start.elapsed_ms(end))
+    return statistics.median(times)
+
+
+# ---- the profiler (`tile-explore prof`) ---------------------------------------------------------
+def load_profile(path: str | Path):
+    """A profile file written by `compiler.profiler` (hatchet JSON): `(root, metadata)`;
+    `ProfileFormatError` when it is not one."""
+    from compiler.profiler import viewer
+    return viewer.load(path)
+
+
+def profile_metric_choices(root) -> list[str]:
+    """The metric names a loaded profile carries (for `prof --list` and `-m`)."""
+    from compiler.profiler import viewer
+    return viewer.metric_choices(root)
+
+
+def default_profile_metrics() -> tuple:
+    """The metrics `prof` shows when none is chosen."""
+    from compiler.profiler import viewer
+    return tuple(viewer.DEFAULT_METRICS)
+
+
+def render_profile(root, metrics, **view) -> str:
+    """The profile tree as terminal text (`depth`, `include`, `exclude` as proton-viewer's)."""
+    from compiler.profiler import viewer
+    return viewer.render(root, metrics, **view)
+
+
+def draw_roofline(root, device: dict) -> str:
+    """A terminal roofline of the profile's kernels against the device's peaks."""
+    from compiler.profiler.roofline import draw
+    return draw(root, device)
+
+
+def run_profiled(body: Callable, name: str, **session):
+    """Run `body()` under one profiling session with `import triton` resolving to this
+    compiler; returns `(status, written paths)` as `compiler.profiler.session.run_profiled`."""
+    from compiler import triton_alias
+    from compiler.profiler.session import run_profiled as run_in_session
+    with triton_alias.installed():
+        return run_in_session(body, name, **session)
+
+
+def profile_format_error() -> type:
+    """The exception class a malformed profile file raises."""
+    from compiler.profiler.viewer import ProfileFormatError
+    return ProfileFormatError
