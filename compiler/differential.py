@@ -15,7 +15,6 @@ the kernel's signature).
 from __future__ import annotations
 
 import difflib
-import os
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module
 from compiler.passes.manager import DEFAULT_PIPELINES, PassInstrumentation, PassManager
+from compiler.runtime.recording import LaunchObserver
 
 #: The stages whose passes the interpreter can run after (the llir stage's input is ttgir).
 INTERPRETED_STAGES = ("ttir", "ttgir")
@@ -352,7 +352,7 @@ class KernelCase:
     options: dict = field(default_factory=dict)
 
 
-class _FirstLaunches:
+class _FirstLaunches(LaunchObserver):
     """A launch observer keeping, per kernel, its first launch's grid and a copy of its
     arguments as they were before the launch (the kernel's inputs)."""
 
@@ -378,23 +378,18 @@ def cases_from_script(path: str | Path, kernel: str | None = None, seed: int = 0
     from compiler.runtime.recording import OBSERVERS, record
     from compiler.triton_alias import install
     path = Path(path)
-    saved = os.environ.get("TILE_INTERPRET"), sys.argv, list(sys.path)
-    os.environ["TILE_INTERPRET"] = "1"   # the jit reads it when a kernel is defined
+    saved = sys.argv, list(sys.path)
     install()
     sys.argv = [str(path), *script_args]
     sys.path.insert(0, str(path.resolve().parent))
     launches = _FirstLaunches()
     OBSERVERS.append(launches)
     try:
-        with record(full_compile=False):
+        with record(full_compile=False, interpret=True):
             runpy.run_path(str(path), run_name="__main__")
     finally:
         OBSERVERS.remove(launches)
-        interp, sys.argv, sys.path[:] = saved[0], saved[1], saved[2]
-        if interp is None:
-            os.environ.pop("TILE_INTERPRET", None)
-        else:
-            os.environ["TILE_INTERPRET"] = interp
+        sys.argv, sys.path[:] = saved
     cases = []
     for name, (trace, grid, arguments) in launches.seen.items():
         text = trace.stage_inputs.get("ttir") or trace.stages.get("ttir")
