@@ -6,7 +6,7 @@
 FILE is a kernel script (run under the interpreter; each kernel it launches is checked with its
 last launch's arguments, float arrays refilled with seeded random numbers) or a .ttir file.
 The interpreter runs the unoptimized ttir (the reference) and the module after every ttir and
-ttgir pass (`compiler.differential`); `--gpu` instead compiles pipelines cut after each pass
+ttgir pass (`compiler.inspect.bisect`, the door to `compiler.differential`); `--gpu` instead compiles pipelines cut after each pass
 and compares their GPU outputs. Printed per kernel: the first differing pass, how many output
 elements differ, and that pass's IR diff. Exit status 0 when every pass keeps the results, 1
 when one does not, 2 when the script or the arguments are wrong.
@@ -38,17 +38,15 @@ def bisect_parser() -> argparse.ArgumentParser:
 
 
 def parse_passes(items: list[str]) -> dict:
-    """{stage: pipeline} from `STAGE=PIPELINE` arguments (ttir and ttgir only)."""
-    pipelines = {}
+    """{stage: pipeline} from `STAGE=PIPELINE` arguments, checked by the door (ttir and ttgir
+    only: the passes the interpreter can run after)."""
+    import compiler.inspect as door
     for item in items:
-        stage, sep, pipeline = item.partition("=")
-        stage = stage.strip().lower()
-        if not sep or stage not in STAGES:
-            raise ValueError(f"--passes {item!r}: expected STAGE=PIPELINE with STAGE one of "
-                             f"{', '.join(STAGES)} (bisect checks the passes the interpreter "
-                             f"can run after)")
-        pipelines[stage] = pipeline.strip()
-    return pipelines
+        stage = item.partition("=")[0].strip().lower()
+        if stage not in STAGES:
+            raise ValueError(f"--passes {item!r}: bisect checks the {' and '.join(STAGES)} "
+                             f"pipelines (STAGE=PIPELINE with STAGE one of {', '.join(STAGES)})")
+    return door.parse_stage_overrides(items)
 
 
 def render(report, context: int = 3) -> str:
@@ -80,12 +78,12 @@ def main(argv: list[str]) -> int:
     if not Path(args.file).is_file():
         print(f"tile-explore bisect: {args.file}: no such file", file=sys.stderr)
         return 2
-    from compiler.differential import bisect
+    import compiler.inspect as door
     try:
         pipelines = parse_passes(args.passes)
         with contextlib.redirect_stdout(sys.stderr):    # the script's prints go to stderr
-            reports = bisect(args.file, args.kernel, pipelines, seed=args.seed, gpu=args.gpu,
-                             script_args=script_args)
+            reports = door.bisect(args.file, args.kernel, pipelines, seed=args.seed,
+                                  gpu=args.gpu, script_args=script_args)
     except Exception as error:  # the script or the file is wrong: report it, no traceback
         print(f"tile-explore bisect: {args.file}: {type(error).__name__}: {error}",
               file=sys.stderr)

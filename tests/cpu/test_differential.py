@@ -114,7 +114,8 @@ def test_bisect_of_a_ttir_file_makes_up_inputs(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,says", [
     (["bisect", "no-such-file.py"], "no-such-file.py: no such file"),
-    (["bisect", "sample_kernels/softmax.py", "--passes", "llir=x"], "expected STAGE=PIPELINE"),
+    (["bisect", "sample_kernels/softmax.py", "--passes", "llir=x"], "bisect checks the ttir and"),
+    (["bisect", "sample_kernels/softmax.py", "--passes", "ttir=cse,coalese"], "coalese"),
     (["bisect", "sample_kernels/softmax.py", "--kernel", "nope"], "never launched kernel 'nope'"),
 ])
 def test_bisect_errors_are_one_line_on_stderr(argv, says, capsys):
