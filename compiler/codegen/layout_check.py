@@ -42,6 +42,11 @@ def _per_dim(name: str, values, rank: int) -> str | None:
     return None
 
 
+def _warps_problem(warps_per_cta, num_warps: int) -> str:
+    return (f"warpsPerCTA = {list(warps_per_cta)} spreads over {_product(warps_per_cta)} "
+            f"warps but the kernel has {num_warps} (ttg.num-warps)")
+
+
 def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
                      threads_per_warp: int) -> str | None:
     rank = len(shape)
@@ -54,12 +59,10 @@ def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
     if sorted(layout.order) != list(range(rank)):
         return f"order = {list(layout.order)} is not a permutation of the {rank} dims"
     if _product(layout.threads_per_warp) != threads_per_warp:
-        return (f"threadsPerWarp = {list(layout.threads_per_warp)} covers "
-                f"{_product(layout.threads_per_warp)} lanes, but a warp has {threads_per_warp}")
+        return (f"threadsPerWarp = {list(layout.threads_per_warp)} has "
+                f"{_product(layout.threads_per_warp)} lanes per warp, not {threads_per_warp}")
     if _product(layout.warps_per_cta) != num_warps:
-        return (f"warpsPerCTA = {list(layout.warps_per_cta)} covers "
-                f"{_product(layout.warps_per_cta)} warps, but the module has ttg.num-warps = "
-                f"{num_warps}")
+        return _warps_problem(layout.warps_per_cta, num_warps)
     tile = layout.shape_per_cta_tile()
     registers = _product(layout.size_per_thread) * _product(
         max(1, s // t) for s, t in zip(shape, tile))
@@ -114,9 +117,7 @@ def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int =
         if problem:
             return problem
         if _product(layout.warps_per_cta) != num_warps:
-            return (f"nvidia_mma warpsPerCTA = {list(layout.warps_per_cta)} covers "
-                    f"{_product(layout.warps_per_cta)} warps, but the module has "
-                    f"ttg.num-warps = {num_warps}")
+            return _warps_problem(layout.warps_per_cta, num_warps)
         if not all(_power_of_two(d) for d in layout.instr_shape):
             return f"nvidia_mma instrShape = {list(layout.instr_shape)} must hold powers of two"
     return None

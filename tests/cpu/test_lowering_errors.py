@@ -49,8 +49,8 @@ def test_a_bad_layout_is_located_at_the_python_line_with_the_op_and_its_layout()
 
 
 @pytest.mark.parametrize("field,value,says", [
-    ("threadsPerWarp = [32]", "threadsPerWarp = [16]", "covers 16 lanes, but a warp has 32"),
-    ("warpsPerCTA = [4]", "warpsPerCTA = [2]", "covers 2 warps, but the module has"),
+    ("threadsPerWarp = [32]", "threadsPerWarp = [16]", "has 16 lanes per warp, not 32"),
+    ("warpsPerCTA = [4]", "warpsPerCTA = [2]", "spreads over 2 warps but the kernel has 4"),
     ("order = [0]", "order = [1]", "is not a permutation"),
     ("sizePerThread = [1]", "sizePerThread = [1, 1]", "has 2 entries for a rank-1 tensor"),
     ("sizePerThread = [1]", "sizePerThread = [99999999999]", "powers of two"),
