@@ -175,8 +175,9 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                                          "options": encode_options(opts)})
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
-    module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
-                           opts.frontend_options())
+    with Watchdog(opts.stage_timeout_s, "frontend"):
+        module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
+                               opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 

@@ -63,11 +63,13 @@ class DifferentialReport:
     ir_before: str = ""                             # the IR before / after `first`
     ir_after: str = ""
     reference_error: str | None = None              # the reference run itself failed
+    pipeline_error: str | None = None               # the pipeline cannot run (pass order, ...)
     mode: str = "interpreter"                       # or "gpu"
 
     @property
     def ok(self) -> bool:
-        return self.first is None and self.reference_error is None
+        return self.first is None and self.reference_error is None and \
+            self.pipeline_error is None
 
     def diff(self, context: int = 3) -> str:
         """The unified diff of the first differing pass's IR ("" when none differs)."""
@@ -81,6 +83,8 @@ class DifferentialReport:
         """One paragraph: the first differing pass and how, or that every pass agrees."""
         if self.reference_error is not None:
             return f"{self.kernel}: the reference run failed: {self.reference_error}"
+        if self.pipeline_error is not None and self.first is None:
+            return f"{self.kernel}: the pipeline cannot run: {self.pipeline_error}"
         if self.first is None:
             return (f"{self.kernel}: all {len(self.checks)} passes keep the reference results "
                     f"({self.mode})")
@@ -150,9 +154,10 @@ def _compile_options(options: dict | None):
 
 
 def snapshot_passes(ttir: Module, pipelines: dict | None = None, options: dict | None = None,
-                    stages=INTERPRETED_STAGES) -> list:
+                    stages=INTERPRETED_STAGES) -> tuple[list, str | None]:
     """Run the ttir and ttgir pipelines (the given ones, else the defaults) over a copy of
-    `ttir`; the module after every pass as (stage, position, name, module or None, error)."""
+    `ttir`: the module after every pass as (stage, position, name, module or None, error), and
+    why the pipeline stopped before a pass ran (a refused order), or None."""
     opts = _compile_options(options)
     snapshots = _Snapshots()
     module = ttir.clone()
@@ -162,12 +167,10 @@ def snapshot_passes(ttir: Module, pipelines: dict | None = None, options: dict |
         manager = PassManager(stage, pipeline, [snapshots], opts)
         try:
             module = manager.run(module)
-        except Exception as err:  # reported as the failing pass's check, never raised
-            if not snapshots.taken or snapshots.taken[-1][3] is not None:
-                snapshots.taken.append((stage, len(snapshots.taken), "(pipeline)", None,
-                                        f"{type(err).__name__}: {err}"))
-            break
-    return snapshots.taken
+        except Exception as err:  # a pass failed (its check says so) or never ran: reported
+            failed_pass = snapshots.taken and snapshots.taken[-1][3] is None
+            return snapshots.taken, None if failed_pass else f"{type(err).__name__}: {err}"
+    return snapshots.taken, None
 
 
 def check_passes(ttir: Module, grid, args, pipelines: dict | None = None,
@@ -188,7 +191,8 @@ def check_passes(ttir: Module, grid, args, pipelines: dict | None = None,
     outputs = set(written_arguments(args, every) if outputs is None else outputs)
     want = _interpret(ttir, grid, args, outputs)
     previous_text, previous = reference_text, (0, sum(w.size for w in want), None)
-    for stage, position, pass_name, module, error in snapshot_passes(ttir, pipelines, options):
+    taken, report.pipeline_error = snapshot_passes(ttir, pipelines, options)
+    for stage, position, pass_name, module, error in taken:
         text = print_module(module) if module is not None else previous_text
         check = PassCheck(stage, position, pass_name, changed=text != previous_text)
         if error is not None:
@@ -262,7 +266,8 @@ def check_passes_on_gpu(ttir: Module, grid, args, pipelines: dict | None = None,
     keep = set(written_arguments(args, every) if outputs is None else outputs)
     want = [a for i, a in zip(arrays, every) if i in keep]
     previous_text = print_module(ttir)
-    for stage, position, pass_name, module, error in snapshot_passes(ttir, full, options):
+    taken, report.pipeline_error = snapshot_passes(ttir, full, options)
+    for stage, position, pass_name, module, error in taken:
         text = print_module(module) if module is not None else previous_text
         check = PassCheck(stage, position, pass_name, changed=text != previous_text, error=error)
         if error is None:

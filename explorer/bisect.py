@@ -9,7 +9,8 @@ The interpreter runs the unoptimized ttir (the reference) and the module after e
 ttgir pass (`compiler.inspect.bisect`, the door to `compiler.differential`); `--gpu` instead compiles pipelines cut after each pass
 and compares their GPU outputs. Printed per kernel: the first differing pass, how many output
 elements differ, and that pass's IR diff. Exit status 0 when every pass keeps the results, 1
-when one does not, 2 when the script or the arguments are wrong.
+when one does not, 2 when the script, the arguments or the pipeline order are wrong (the
+reference cannot run, or a pass cannot run where it is put).
 """
 from __future__ import annotations
 
@@ -90,4 +91,6 @@ def main(argv: list[str]) -> int:
         return 2
     for report in reports:
         print(render(report, args.context))
+    if any(r.reference_error or (r.pipeline_error and r.first is None) for r in reports):
+        return 2
     return 0 if all(r.ok for r in reports) else 1

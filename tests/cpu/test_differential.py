@@ -112,6 +112,14 @@ def test_bisect_of_a_ttir_file_makes_up_inputs(tmp_path, capsys):
     assert f"first differing pass: ttgir pass #2 '{NAME}'" in capsys.readouterr().out
 
 
+def test_a_pipeline_that_cannot_run_is_said_so_not_blamed_on_a_pass(capsys):
+    report = _check("softmax", {"ttir": "inline,coalesce"})
+    assert report.first is None and not report.ok
+    assert report.summary().startswith("softmax_kernel: the pipeline cannot run: "
+                                       "PassOrderError: ttir pass #1 'coalesce' needs ttgir")
+    assert main(["bisect", "sample_kernels/softmax.py", "--passes", "ttir=inline,coalesce"]) == 2
+
+
 @pytest.mark.parametrize("argv,says", [
     (["bisect", "no-such-file.py"], "no-such-file.py: no such file"),
     (["bisect", "sample_kernels/softmax.py", "--passes", "llir=x"], "bisect checks the ttir and"),
