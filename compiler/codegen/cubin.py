@@ -7,10 +7,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from compiler.runtime.errors import PTXASError
+
 from .toolchain import find_tool
 
 
-class PtxasError(Exception):
+class PtxasError(PTXASError):
     """ptxas rejected the PTX; the message holds its diagnostics."""
 
 

@@ -27,13 +27,48 @@ class dtype:
 
     SINT = ("int8", "int16", "int32", "int64")
     UINT = ("int1", "uint8", "uint16", "uint32", "uint64")  # int1 is unsigned, as in Triton
-    FP = ("fp16", "bf16", "fp32", "fp64")
-    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+    #: The 8-bit float formats Triton names; they exist as dtypes, and an op given one fails
+    #: with a located "not supported yet" error (no op lowers them yet).
+    FP8 = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
+    FP = FP8 + ("fp16", "bf16", "fp32", "fp64")
+    # Triton's class lists (names, as in `triton.language.dtype`).
+    SINT_TYPES = list(SINT)
+    UINT_TYPES = list(UINT)
+    FP_TYPES = list(FP)
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                 **{name: "float8" + name[3:] for name in FP8}}
 
     def __init__(self, name: str):
         if name not in self.SINT + self.UINT + self.FP:
             raise ValueError(f"unknown dtype {name!r}")
         self.name = name
+
+    #: Float formats: name -> (mantissa bits, exponent bias).
+    _FP_FORMATS = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15),
+                   "fp8e5b16": (2, 16), "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127),
+                   "fp64": (52, 1023)}
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Mantissa bits of a float dtype (10 for fp16, 23 for fp32, 3 for fp8e4nv, ...)."""
+        return self._float_format()[0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """Exponent bias of a float dtype (15 for fp16, 127 for fp32 and bf16, ...)."""
+        return self._float_format()[1]
+
+    def _float_format(self) -> tuple:
+        if not self.is_floating():
+            raise AttributeError(f"{self.name} is not a floating-point dtype; it has no "
+                                 f"mantissa or exponent bias")
+        return self._FP_FORMATS[self.name]
+
+    def is_fp8(self) -> bool:
+        """True for the 8-bit float formats (fp8e4nv, fp8e5, fp8e4b15, fp8e5b16, fp8e4b8)."""
+        return self.name in self.FP8
 
     # -- classification (Triton's method names) --
     def is_floating(self) -> bool:
@@ -79,6 +114,8 @@ class dtype:
     @property
     def primitive_bitwidth(self) -> int:
         """The width in bits (1 for int1)."""
+        if self.is_fp8():
+            return 8
         if self.is_floating():
             return {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}[self.name]
         return int(self.name.lstrip("uint"))
@@ -94,7 +131,11 @@ class dtype:
         return self
 
     def to_ir(self) -> irt.Type:
-        """The IR type (signless integers, MLIR float kinds)."""
+        """The IR type (signless integers, MLIR float kinds); fp8 dtypes have none yet."""
+        if self.is_fp8():
+            from compiler.frontend.errors import SemanticError
+            raise SemanticError(f"{self._PY_NAMES[self.name]} ({self.name}) is not supported "
+                                f"yet: no operation of this compiler takes 8-bit floats")
         if self.is_floating():
             return irt.FloatType({"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}[self.name])
         return irt.IntegerType(self.primitive_bitwidth)
@@ -215,6 +256,11 @@ float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
+float8e4b15 = dtype("fp8e4b15")
+float8e4nv = dtype("fp8e4nv")
+float8e4b8 = dtype("fp8e4b8")
+float8e5 = dtype("fp8e5")
+float8e5b16 = dtype("fp8e5b16")
 
 DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                       uint64, float16, bfloat16, float32, float64)}

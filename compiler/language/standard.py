@@ -7,7 +7,7 @@ are `tensor`s (runtime values) or `constexpr`s (compile-time values).
 """
 from __future__ import annotations
 
-from compiler.frontend.errors import SemanticError
+from compiler.frontend.errors import SemanticError, StaticAssertionFailed
 from compiler.ir.attributes import BoolAttr, DenseArrayAttr, StringAttr, int_attr
 
 from . import core
@@ -633,8 +633,8 @@ def assume(_sem, cond) -> None:
 def static_assert(_sem, cond, msg="") -> None:
     """Fail compilation when the constant `cond` is false."""
     if not _const(cond, "static_assert's condition"):
-        raise SemanticError(f"static_assert failed: {_const(msg, 'msg')}" if _const(msg, "msg")
-                            else "static_assert failed")
+        raise StaticAssertionFailed(f"static_assert failed: {_const(msg, 'msg')}"
+                                    if _const(msg, "msg") else "static_assert failed")
 
 
 @builtin
