@@ -29,6 +29,7 @@ from compiler.stage_state import (BACKEND, DRIVER_KEY_OPTIONS, CompileOptions,  
                                   CompileState, KernelMetadata, backend_for)
 from compiler.trace import CompileTrace, encode_constexpr, encode_options
 from compiler.runtime.specialization import ASTSource  # noqa: F401  (`triton.compiler.ASTSource`)
+from compiler.watchdog import Watchdog
 
 class CompiledKernel:
     """A compiled specialization: every stage's text (`asm`), metadata, trace, and `launch`."""
@@ -194,7 +195,8 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
             from compiler.passes.requirements import check_stage_input
             check_stage_input(state.ttgir, name)
         start = time.perf_counter()
-        stage(state)
+        with Watchdog(state.options.stage_timeout_s, name) as state.watchdog:
+            stage(state)
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3
         if name == stop_after:
             break
@@ -219,8 +221,9 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                                          "options": encode_options(opts)})
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
-    module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
-                           opts.frontend_options())
+    with Watchdog(opts.stage_timeout_s, "frontend"):
+        module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
+                               opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 
