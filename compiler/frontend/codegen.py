@@ -116,7 +116,8 @@ class CodeGenerator(ast.NodeVisitor):
         self.src = src
         self.mctx = mctx
         self.builder = builder
-        self.sem = Semantic(builder)
+        self.sem = Semantic(builder, call_function=self.call_from_builtin)
+        self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None
         self.region_depth = 0
@@ -820,10 +821,25 @@ class CodeGenerator(ast.NodeVisitor):
             inspect.signature(impl).bind(self.sem, *args, **kwargs)
         except TypeError as exc:
             raise self.error(node, f"wrong arguments for tl.{impl.__name__}: {exc}")
-        result = impl(self.sem, *args, **kwargs)
+        outer, self._builtin_node = self._builtin_node, node
+        try:
+            result = impl(self.sem, *args, **kwargs)
+        finally:
+            self._builtin_node = outer
         if result is None:
             return constexpr(None)
         return result
+
+    def call_from_builtin(self, fn, args: list) -> list:
+        """A @jit function called by a builtin (tl.reduce's combine_fn): tt.call at the
+        builder's current point, errors located at the builtin's call; the results as a list."""
+        fn = _unwrap(fn)
+        if not is_jit_function(fn):
+            raise SemanticError(f"expected a @jit function, got {fn!r}")
+        result = self.call_jit(self._builtin_node, fn, list(args), {})
+        if isinstance(result, tuple):
+            return list(result)
+        return [] if isinstance(result, constexpr) and result.value is None else [result]
 
     def call_jit(self, node, jitfn, args, kwargs):
         """Specialize the callee for these argument types and constants and emit tt.call."""

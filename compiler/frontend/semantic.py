@@ -105,8 +105,12 @@ FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "o
 class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
-    def __init__(self, builder):
+    def __init__(self, builder, call_function=None):
         self.builder = builder
+        # `call_function(jit_fn, args) -> list of tensors`: emits a tt.call of a @jit function
+        # (the code generator's, which specializes and generates the callee); builtins taking
+        # user functions (tl.reduce's combine_fn) call it.
+        self._call_function = call_function
 
     # ---- small helpers ---------------------------------------------------------------------
     def _op(self, cls, operands, result_type, attributes=None, regions=None):
@@ -578,6 +582,31 @@ class Semantic:
                                  {"axis": int_attr(axis), "reverse": BoolAttr(bool(reverse))},
                                  [Region([block])])
         return [tensor(r, t.type) for r, t in zip(op.results, inputs)]
+
+    def call_combine(self, fn, args: list, dtypes: list, what: str) -> list:
+        """Call the user's @jit combine function `fn` on the scalar block arguments `args`
+        inside a combine region; its results (one per input) are checked against `dtypes`
+        (a constant result becomes a constant of its input's dtype)."""
+        if self._call_function is None:
+            raise SemanticError(f"{what} cannot call a @jit function here")
+        results = self._call_function(fn, args)
+        if len(results) != len(dtypes):
+            raise SemanticError(f"{what}'s combine function returns {len(results)} value(s), "
+                                f"but it combines {len(dtypes)} tensor(s): it must return one "
+                                "value per input")
+        out = []
+        for i, (r, dt) in enumerate(zip(results, dtypes)):
+            if is_python_number(r):
+                r = self.constant(_value(r), dt)
+            if not isinstance(r, tensor) or r.is_block():
+                raise SemanticError(f"{what}'s combine function must return scalars, but "
+                                    f"result {i} is {r!r}")
+            if r.dtype != dt:
+                raise SemanticError(f"{what}'s combine function returns {r.dtype} for input "
+                                    f"{i}, which is {dt}; the combined values must keep the "
+                                    "input's dtype (cast with .to())")
+            out.append(r)
+        return out
 
     # ---- memory ----------------------------------------------------------------------------
     def load(self, ptr, mask=None, other=None) -> tensor:

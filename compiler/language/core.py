@@ -304,6 +304,23 @@ def builtin(fn=None, *, host=None):
     return mark(fn) if fn is not None else mark
 
 
+class library_function:
+    """A function of the language's own library written in the DSL (tl.rand, tl.sort, ...),
+    as Triton writes its standard library with `@jit`: a kernel calling it compiles it like a
+    user's @jit helper (specialized, called with tt.call, then inlined). The front end knows
+    it by its `fn`, as it knows a `JITFunction`; calling it from ordinary Python raises."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        raise NotInKernelError(f"tl.{self.fn.__name__} can only be called inside a @jit kernel")
+
+    def __repr__(self) -> str:
+        return f"<tl library function {self.fn.__name__}>"
+
+
 def builtin_impl(obj):
     """The in-kernel implementation of a builtin, or None for anything else."""
     return getattr(obj, "__tile_builtin__", None)

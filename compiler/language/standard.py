@@ -374,6 +374,22 @@ def cdiv(_sem, x, div) -> tensor:
     return _sem.floordiv(_sem.sub(_sem.add(x, div), constexpr(1)), div)
 
 
+@builtin
+def umulhi(_sem, x, y) -> tensor:
+    """The high half of the (2N-bit) product of two N-bit integers read as unsigned."""
+    from compiler.dialects import tt
+    a, b = _sem.operands(x, y)
+    if not a.dtype.is_int():
+        raise SemanticError(f"umulhi needs integer operands, got {a.dtype}")
+    return _sem._new(tt.MulhiUIOp, [a, b], a.type)
+
+
+@builtin
+def to_tensor(_sem, x) -> tensor:
+    """`x` as a runtime value (a Python number becomes a constant of its literal dtype)."""
+    return _sem.to_tensor(x)
+
+
 def _unary(name: str, doc: str):
     def impl(_sem, x):
         """The builtin's implementation."""
@@ -542,6 +558,55 @@ def cumprod(_sem, input, axis=0, reverse=False) -> tensor:
     x = _sem.to_tensor(input)
     return _sem.scan([x], _axis(axis) or 0, lambda a: [_sem.mul(a[0], a[1])],
                     _const(reverse, "reverse"))[0]
+
+
+def _tensor_tuple(_sem, input) -> tuple:
+    """(list of tensors, whether `input` was one tensor) for builtins taking a tensor or a
+    tuple of tensors."""
+    single = not isinstance(input, (tuple, list))
+    items = [input] if single else list(input)
+    if not items:
+        raise SemanticError("expected a tensor or a non-empty tuple of tensors")
+    return [_sem.to_tensor(t) for t in items], single
+
+
+def _combine(_sem, combine_fn, inputs, what: str):
+    """The region-body builder that calls the user's @jit `combine_fn`."""
+    dtypes = [t.dtype for t in inputs]
+    return lambda args: _sem.call_combine(combine_fn, args, dtypes, what)
+
+
+@builtin
+def reduce(_sem, input, axis, combine_fn, keep_dims=False):
+    """Reduce `input` (a tensor or a tuple of same-shape tensors) along `axis` (all axes when
+    None) with the @jit function `combine_fn(a0, .., b0, ..) -> (c0, ..)`, which must be
+    associative; returns a tensor, or a tuple for a tuple input."""
+    inputs, single = _tensor_tuple(_sem, input)
+    _same_shapes(inputs, "tl.reduce")
+    out = _sem.reduce(inputs, _axis(axis), _combine(_sem, combine_fn, inputs, "tl.reduce"),
+                      _const(keep_dims, "keep_dims"))
+    return out[0] if single else tuple(out)
+
+
+@builtin
+def associative_scan(_sem, input, axis, combine_fn, reverse=False):
+    """Inclusive scan of `input` (a tensor or a tuple of same-shape tensors) along `axis` with
+    the associative @jit `combine_fn`; `reverse=True` scans from the end."""
+    inputs, single = _tensor_tuple(_sem, input)
+    _same_shapes(inputs, "tl.associative_scan")
+    ax = _axis(axis)
+    if ax is None:
+        raise SemanticError("tl.associative_scan needs an axis")
+    out = _sem.scan(inputs, ax, _combine(_sem, combine_fn, inputs, "tl.associative_scan"),
+                    _const(reverse, "reverse"))
+    return out[0] if single else tuple(out)
+
+
+def _same_shapes(inputs, what: str) -> None:
+    shapes = {t.shape for t in inputs}
+    if len(shapes) > 1:
+        raise SemanticError(f"{what}'s inputs must have one shape, got "
+                            + ", ".join(str(list(t.shape)) for t in inputs))
 
 
 # ---- dot --------------------------------------------------------------------------------------
