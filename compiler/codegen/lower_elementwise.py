@@ -337,6 +337,27 @@ for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf"
                      "fptosi": "fptosi", "fptoui": "fptoui", "bitcast": "bitcast",
                      "index_cast": "index_cast"}.items():
     lowers(arith.CAST_OPS[_name])(_cast(_kind))
+@lowers(tt.FpToFpOp)
+def lower_fp_to_fp(ctx, op):
+    """`tt.fp_to_fp`: round-to-nearest-even is fptrunc; round-toward-zero is PTX
+    `cvt.rz.{f16,bf16}.f32` (fp32 to a 16-bit float, the case Triton allows)."""
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    to = llvm_type(op.results[0].type)
+    b = ctx.builder
+    values = ctx.get(op.operands[0])
+    if op.rounding == "rtne":
+        ctx.set(op.results[0], [b.fptrunc(x, to) if type_bits(dst) < type_bits(src) else
+                                b.fpext(x, to) for x in values])
+        return
+    if src.kind != "f32" or dst.kind not in ("f16", "bf16"):
+        raise LoweringError(f"tt.fp_to_fp rounding = rtz lowers fp32 -> fp16/bf16 only, got "
+                            f"{src} -> {dst}")
+    i16 = ir.IntType(16)
+    asm = f"cvt.rz.{dst.kind}.f32 $0, $1;"
+    ctx.set(op.results[0], [b.bitcast(inline_ptx(b, i16, asm, "=h,f", [x], side_effect=False),
+                                      to) for x in values])
+
+
 lowers(tt.BitcastOp)(_cast("bitcast"))
 lowers(tt.IntToPtrOp)(_cast("inttoptr"))
 lowers(tt.PtrToIntOp)(_cast("ptrtoint"))

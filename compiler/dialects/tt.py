@@ -253,6 +253,25 @@ MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), (Pure, Elementwise)
                       verify_same_type, lhs=operand(0), rhs=operand(1))
 
 
+FP_ROUNDINGS = ("rtne", "rtz")
+
+
+def _verify_fp_to_fp(op):
+    _verify_bitcast(op)
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    if not (src.is_float and dst.is_float):
+        raise VerificationError(op, f"converts floats to floats, got {src} -> {dst}")
+    rounding = op.attributes.get("rounding")
+    if rounding is None or rounding.value not in FP_ROUNDINGS:
+        raise VerificationError(op, f"needs rounding = one of {', '.join(FP_ROUNDINGS)}")
+
+
+FpToFpOp = define_op("FpToFpOp", "tt.fp_to_fp", Convert("->"), (Pure, Elementwise),
+                     _verify_fp_to_fp, "A float conversion with an explicit rounding mode "
+                     "(Triton's tl.cast(..., fp_downcast_rounding='rtz')).",
+                     src=operand(0), rounding=attr("rounding"))
+
+
 # ---- pointers and memory ----------------------------------------------------------------------
 def _verify_addptr(op):
     ptr, offset = op.operands

@@ -291,6 +291,26 @@ class Semantic:
             return self._new(arith.CAST_OPS[name], [t], rt)
         raise SemanticError(f"cannot cast {src} to {dst}")
 
+    def cast_rounded(self, t: tensor, dst: dtype, rounding: str) -> tensor:
+        """A float downcast with an explicit rounding mode ("rtne" or "rtz"), as Triton's
+        `fp_downcast_rounding`: only for narrowing float conversions; rtz for fp32 to
+        fp16/bf16 (tt.fp_to_fp), rtne is the ordinary cast."""
+        src = t.dtype
+        if not (src.is_floating() and dst.is_floating()
+                and src.primitive_bitwidth > dst.primitive_bitwidth):
+            raise SemanticError(f"fp_downcast_rounding is only for narrowing float casts, not "
+                                f"{src} to {dst}")
+        if rounding not in tt.FP_ROUNDINGS:
+            raise SemanticError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got "
+                                f"{rounding!r}")
+        if rounding == "rtne":
+            return self.cast(t, dst)
+        if src != tl.float32 or dst not in (tl.float16, tl.bfloat16):
+            raise SemanticError(f"fp_downcast_rounding='rtz' supports fp32 to fp16 or bf16, "
+                                f"not {src} to {dst}")
+        return self._new(tt.FpToFpOp, [t], self.type_of(t, dst),
+                         {"rounding": StringAttr(rounding)})
+
     # ---- binary arithmetic ------------------------------------------------------------------
     def operands(self, a, b, div_or_mod: bool = False, dt: dtype | None = None):
         """Materialize and promote two operands (a Python scalar adapts to the tensor, R0),
@@ -433,20 +453,20 @@ class Semantic:
             a, b = self.cast(a, tl.float32), self.cast(b, tl.float32)
         return self.unary_math("exp2", self.mul(b, self.unary_math("log2", a)))
 
-    def minimum(self, a, b) -> tensor:
-        """Elementwise minimum (minnumf / minsi / minui)."""
-        return self._extremum("min", a, b)
+    def minimum(self, a, b, propagate_nan: bool = False) -> tensor:
+        """Elementwise minimum (minnumf, or minimumf when NaNs propagate / minsi / minui)."""
+        return self._extremum("min", a, b, propagate_nan)
 
-    def maximum(self, a, b) -> tensor:
-        """Elementwise maximum (maxnumf / maxsi / maxui)."""
-        return self._extremum("max", a, b)
+    def maximum(self, a, b, propagate_nan: bool = False) -> tensor:
+        """Elementwise maximum (maxnumf, or maximumf when NaNs propagate / maxsi / maxui)."""
+        return self._extremum("max", a, b, propagate_nan)
 
-    def _extremum(self, kind: str, a, b) -> tensor:
-        """`kind` "min" or "max" after promotion: the float (NaN-ignoring), unsigned or
-        signed op."""
+    def _extremum(self, kind: str, a, b, propagate_nan: bool = False) -> tensor:
+        """`kind` "min" or "max" after promotion: the float op (NaN-ignoring, or returning NaN
+        when either operand is NaN with `propagate_nan`), the unsigned or the signed op."""
         a, b = self.operands(a, b)
         if a.dtype.is_floating():
-            return self._binary(f"{kind}numf", a, b)
+            return self._binary(f"{kind}imumf" if propagate_nan else f"{kind}numf", a, b)
         return self._binary(kind + ("ui" if a.dtype.is_int_unsigned() else "si"), a, b)
 
     def compare(self, pred: str, a, b) -> tensor:

@@ -4,7 +4,7 @@ Values inside a kernel are `tensor`s and `constexpr`s; the functions here are bu
 the front end (`compiler.frontend`) implements while compiling a `@jit` function.
 """
 from . import math  # noqa: F401
-from .core import (NotInKernelError, bfloat16, block_type, builtin, constexpr, dtype,  # noqa: F401
+from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin, constexpr, dtype,  # noqa: F401
                    float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401
@@ -15,7 +15,8 @@ from .standard import (  # noqa: F401
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
     sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
-    zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi)
+    zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast)
+from .composite import cat, debug_barrier, flip, interleave, join, split  # noqa: F401,E402
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)

@@ -224,6 +224,14 @@ def dtype_from_signature(text: str) -> dtype:
     return DTYPES_BY_NAME[name]
 
 
+class PropagateNan:
+    """Whether tl.maximum / tl.minimum / tl.clamp return NaN when an operand is NaN (`ALL`)
+    or the other operand (`NONE`, the default), with Triton's values."""
+
+    NONE = 0x000000
+    ALL = 0xFFFF
+
+
 # ---- compile-time values --------------------------------------------------------------------------
 class constexpr:
     """A compile-time constant; also the annotation (`BLOCK: tl.constexpr`) of such parameters."""

@@ -318,16 +318,30 @@ def where(_sem, condition, x, y) -> tensor:
     return _sem.where(condition, x, y)
 
 
+def _propagate_nan(value) -> bool:
+    """True for PropagateNan.ALL, False for NONE (the default) and None."""
+    v = _opt_const(value, "propagate_nan")
+    v = getattr(v, "value", v)         # an enum member of Triton's spelling
+    if v in (None, core.PropagateNan.NONE):
+        return False
+    if v == core.PropagateNan.ALL:
+        return True
+    raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL, "
+                        f"got {v!r}")
+
+
 @builtin
 def maximum(_sem, x, y, propagate_nan=None) -> tensor:
-    """Elementwise maximum (maxnumf for floats, maxsi/maxui for integers)."""
-    return _sem.maximum(x, y)
+    """Elementwise maximum (maxnumf for floats, maximumf with PropagateNan.ALL, maxsi/maxui
+    for integers)."""
+    return _sem.maximum(x, y, _propagate_nan(propagate_nan))
 
 
 @builtin
 def minimum(_sem, x, y, propagate_nan=None) -> tensor:
-    """Elementwise minimum (minnumf for floats, minsi/minui for integers)."""
-    return _sem.minimum(x, y)
+    """Elementwise minimum (minnumf for floats, minimumf with PropagateNan.ALL, minsi/minui
+    for integers)."""
+    return _sem.minimum(x, y, _propagate_nan(propagate_nan))
 
 
 @builtin
@@ -338,8 +352,13 @@ def fma(_sem, x, y, z) -> tensor:
 
 @builtin
 def clamp(_sem, x, min, max, propagate_nan=None) -> tensor:
-    """Elementwise min(max(x, min), max)."""
-    return _sem.minimum(_sem.maximum(x, min), max)
+    """Elementwise min(max(x, min), max) of floats (integers too, an extension); a NaN `x`
+    gives `min` by default and NaN with PropagateNan.ALL. The caller keeps min <= max."""
+    nan = _propagate_nan(propagate_nan)
+    x = _sem.to_tensor(x)
+    if not x.dtype.is_floating() and not x.dtype.is_int():
+        raise SemanticError(f"tl.clamp needs numbers, got {x.dtype}")
+    return _sem.minimum(_sem.maximum(x, min, nan), max, nan)
 
 
 @builtin
@@ -733,14 +752,27 @@ def device_assert(_sem, cond, msg="") -> None:
 
 # ---- tensor methods ---------------------------------------------------------------------------
 @builtin
-def to(_sem, input, dtype, fp_downcast_rounding=None, bitcast=False) -> tensor:
-    """`x.to(dtype)`: cast (or reinterpret the bits with `bitcast=True`)."""
-    return _sem.cast(_sem.to_tensor(input), _dtype(dtype), _const(bitcast, "bitcast"))
+def cast(_sem, input, dtype, fp_downcast_rounding=None, bitcast=False) -> tensor:
+    """Cast to `dtype` (Triton's conversions), reinterpret the bits with `bitcast=True`, or
+    narrow floats with `fp_downcast_rounding` "rtne" (the default) or "rtz"."""
+    x, dt = _sem.to_tensor(input), _dtype(dtype)
+    bits = _const(bitcast, "bitcast")
+    rounding = _opt_const(fp_downcast_rounding, "fp_downcast_rounding")
+    if bits:
+        if rounding is not None:
+            raise SemanticError("fp_downcast_rounding does not apply to a bitcast")
+        return _sem.cast(x, dt, True)
+    if rounding is not None:
+        return _sem.cast_rounded(x, dt, rounding)
+    return _sem.cast(x, dt)
+
+
+to = cast
 
 
 # Method name -> builtin, for `x.name(...)` on a tensor (x becomes the first argument).
 TENSOR_METHODS = {
-    "to": to, "sum": sum, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+    "to": cast, "cast": cast, "sum": sum, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
     "cumsum": cumsum, "cumprod": cumprod, "reshape": reshape, "view": view, "ravel": ravel,
     "trans": trans, "permute": trans, "broadcast_to": broadcast_to, "expand_dims": expand_dims,
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "rsqrt": rsqrt,

@@ -19,8 +19,9 @@ from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 
 from .errors import OpError
 from .registry import semantics
-from .values import (as_signed, as_unsigned, float_to_int, from_bits, bits_of, int_width,
-                     value_dtype, wrap_to)
+from .values import (as_signed, as_unsigned, bf16_bits_to_f32, bits_of, f32_to_bf16_bits,
+                     float_to_int, from_bits, int_width, is_bf16, round_to_bf16, value_dtype,
+                     wrap_to)
 
 
 # ---- constants ---------------------------------------------------------------------------------
@@ -284,6 +285,40 @@ def fptoui(ctx, op, values):
 def float_cast(ctx, op, values):
     """extf/truncf: numpy's conversions round to nearest even; bf16 rounds in `coerce`."""
     return np.asarray(values[0]).astype(value_dtype(op.results[0].type))
+
+
+@semantics(tt.FpToFpOp)
+def fp_to_fp(ctx, op, values):
+    """A float conversion with a rounding mode: rtne as truncf; rtz rounds to nearest, then
+    steps one unit toward zero where that rounded away from zero (so a finite value too large
+    for the target becomes its largest finite value, never infinity)."""
+    dst = op.results[0].type
+    x = np.asarray(values[0])
+    with np.errstate(over="ignore"):
+        if op.attributes["rounding"].value == "rtne":
+            return x.astype(value_dtype(dst))
+        nearest = _round_float(x, dst)
+    wide = nearest.astype(np.float64)
+    away = np.isfinite(x) & (np.abs(wide) > np.abs(x.astype(np.float64)))
+    if not away.any():
+        return nearest
+    toward = _round_float(_next_toward_zero(nearest.astype(np.float32), dst), dst)
+    return np.where(away, toward, nearest)
+
+
+def _round_float(x, t):
+    """`x` rounded to nearest even in float type `t`, held as `value_dtype(t)` (bf16 too)."""
+    held = np.asarray(x).astype(value_dtype(t))
+    return round_to_bf16(held) if is_bf16(t) else held
+
+
+def _next_toward_zero(x, t):
+    """The value one unit in the last place of float type `t` closer to zero than `x`."""
+    if is_bf16(t):
+        bits = f32_to_bf16_bits(x).astype(np.int32)
+        return bf16_bits_to_f32((bits - 1).astype(np.uint16))
+    narrow = x.astype(value_dtype(t))
+    return np.nextafter(narrow, np.zeros_like(narrow))
 
 
 @semantics(arith.CAST_OPS["bitcast"], tt.BitcastOp)
