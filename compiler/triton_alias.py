@@ -16,6 +16,11 @@ ALIASES = {
     "triton": "compiler",
     "triton.language": "compiler.language",
     "triton.language.math": "compiler.language.math",
+    "triton.language.random": "compiler.language.random",
+    "triton.language.extra": "compiler.language.extra",
+    "triton.language.extra.libdevice": "compiler.language.extra.libdevice",
+    "triton.language.extra.cuda": "compiler.language.extra.cuda",
+    "triton.language.extra.cuda.libdevice": "compiler.language.extra.cuda.libdevice",
     "triton.testing": "compiler.testing",
 }
 

@@ -245,6 +245,7 @@ MATH_UNARY = {
     "ceil": _llvm_math("ceil"),
     "trunc": _llvm_math("trunc"),
     "round": _llvm_math("round"),
+    "roundeven": _llvm_math("roundeven"),
 }
 
 
@@ -262,6 +263,7 @@ for _name, _fn in MATH_UNARY.items():
     _register_map(math_ops.UNARY_OPS[_name], _fn)
 _register_map(arith.NegFOp, lambda b, x: b.fneg(x))
 _register_map(math_ops.FmaOp, _llvm_math("fma"))
+_register_map(math_ops.CopySignOp, _llvm_math("copysign"))
 _register_map(tt.PreciseSqrtOp, _via_f32(_intrinsic_f("llvm.nvvm.sqrt.rn.f"), _sqrt64))
 _register_map(tt.PreciseDivFOp, _via_f32(_intrinsic_f("llvm.nvvm.div.rn.f"),
                                          lambda b, x, y: b.fdiv(x, y)))

@@ -8,7 +8,7 @@ from compiler.ir.traits import Elementwise, Pure
 from .common import chain, define_op, verify_float_operands, verify_int_operands, verify_same_type
 
 FLOAT_UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "absf", "floor",
-               "ceil", "erf", "tanh", "log1p", "expm1", "tan", "round", "trunc"]
+               "ceil", "erf", "tanh", "log1p", "expm1", "tan", "round", "trunc", "roundeven"]
 UNARY_OPS = {}
 for _name in FLOAT_UNARY:
     UNARY_OPS[_name] = define_op(f"Math{_name.capitalize()}Op", f"math.{_name}", SameType(),
@@ -20,3 +20,6 @@ AbsIOp = define_op("MathAbsIOp", "math.absi", SameType(), (Pure, Elementwise),
 FmaOp = define_op("MathFmaOp", "math.fma", SameType(), (Pure, Elementwise),
                   chain(verify_same_type, verify_float_operands), a=operand(0), b=operand(1),
                   c=operand(2))
+CopySignOp = define_op("MathCopySignOp", "math.copysign", SameType(), (Pure, Elementwise),
+                       chain(verify_same_type, verify_float_operands),
+                       magnitude=operand(0), sign=operand(1))

@@ -8,6 +8,7 @@ import numpy as np
 
 import compiler as triton
 import compiler.language as tl
+from compiler.language.extra import libdevice
 from tests.zoo.case import Case, Tolerance, ZooKernel
 from tests.zoo.reference import awkward, normal
 
@@ -256,6 +257,46 @@ def _make_umulhi(rng):
                 (triton.cdiv(n, 128),), {2: hi32, 3: hi64}, {"BLOCK": 128}, {"num_warps": 4})
 
 
+# ---- libdevice ----------------------------------------------------------------------------------
+@triton.jit
+def libdevice_kernel(x_ptr, y_ptr, pow_ptr, rint_ptr, flags_ptr, copysign_ptr, hypot_ptr,
+                     exp10_ptr, sqrt_ptr, fmod_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(pow_ptr + offs, libdevice.pow(x, y), mask=mask)
+    tl.store(rint_ptr + offs, libdevice.rint(x), mask=mask)
+    flags = libdevice.isnan(x) + 2 * libdevice.isinf(x) + 4 * libdevice.signbit(x)
+    tl.store(flags_ptr + offs, flags, mask=mask)
+    tl.store(copysign_ptr + offs, libdevice.copysign(x, y), mask=mask)
+    tl.store(hypot_ptr + offs, libdevice.hypot(x, y), mask=mask)
+    tl.store(exp10_ptr + offs, libdevice.exp10(y), mask=mask)
+    tl.store(sqrt_ptr + offs, libdevice.sqrt(libdevice.fabs(x)), mask=mask)
+    tl.store(fmod_ptr + offs, libdevice.fmod(x, y + 0.5), mask=mask)
+
+
+def _make_libdevice(rng):
+    n = awkward(rng, 100, 1000, 128)
+    x = (normal(rng, n) * 4).astype(np.float32)
+    x[:6] = [-0.0, np.nan, np.inf, -np.inf, 2.5, -3.0]
+    y = np.round(normal(rng, n) * 2).astype(np.float32)
+    y[:6] = [-1.0, 2.0, 1.0, 3.0, 0.0, 2.0]
+    with np.errstate(all="ignore"):
+        flags = (np.isnan(x) + 2 * np.isinf(x) + 4 * np.signbit(x)).astype(np.int32)
+        expected = {2: np.power(x, y), 3: np.rint(x), 4: flags, 5: np.copysign(x, y),
+                    6: np.hypot(x, y).astype(np.float32),
+                    7: np.power(np.float32(10), y).astype(np.float32),
+                    8: np.sqrt(np.abs(x)), 9: np.fmod(x, y + np.float32(0.5))}
+    outs = [np.zeros(n, np.int32) if i == 4 else np.zeros(n, np.float32) for i in range(2, 10)]
+    return Case([x, y] + outs + [n], (triton.cdiv(n, 128),), expected, {"BLOCK": 128},
+                {"num_warps": 4})
+
+
+LIBDEVICE = Tolerance(2e-5, 1e-6, "pow and exp10 through exp2/log2 (approximate ex2/lg2 on "
+                                  "the GPU) against numpy's correctly rounded libm")
+
+
 #: This family's catalogue entries.
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
@@ -266,4 +307,5 @@ ENTRIES = [
     ZooKernel("flip_f32_nan_negzero", flip_float_kernel, _make_flip_float),
     ZooKernel("clamp_propagate_nan_rtz", clamp_round_kernel, _make_clamp_round),
     ZooKernel("umulhi_u32_u64", umulhi_kernel, _make_umulhi),
+    ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
 ]

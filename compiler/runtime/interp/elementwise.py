@@ -355,13 +355,14 @@ MATH_UNARY = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "absf": np.abs,
     "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": _round_half_away,
-    "erf": _erf, "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1,
+    "erf": _erf, "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "roundeven": np.rint,
 }
 
 
 for _name, _fn in MATH_UNARY.items():
     semantics(math_ops.UNARY_OPS[_name])(numpy_op(_fn))
 semantics(tt.PreciseSqrtOp)(numpy_op(np.sqrt))
+semantics(math_ops.CopySignOp)(numpy_op(np.copysign))
 
 
 @semantics(math_ops.AbsIOp)
