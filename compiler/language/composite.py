@@ -1,5 +1,5 @@
-"""Shape functions Triton's library builds from other ops: join, split, interleave, cat, flip,
-and debug_barrier.
+"""Functions Triton's library builds from other ops: join, split, interleave, cat, flip, sort,
+topk, and debug_barrier.
 
 Each is written here with the semantic layer's existing ops (expand_dims, broadcast, select,
 reshape, trans, reductions), so it lowers on every layout those lower on and needs no code of
@@ -13,6 +13,10 @@ its own in the interpreter or the backend:
 - `interleave`, `cat` are join followed by a reshape (cat moves the new dim to the front).
 - `flip` reverses a power-of-two dim the way Triton does: view it as [2, 2, ...] and swap each
   pair with an xor of the integer bits.
+- `sort` is Triton's bitonic network on the last dim: each compare-and-swap views the tensor as
+  [outer, 2, inner], takes the two halves apart (the reduction `split` uses, exact for every
+  value) and xor-swaps the bits where they are out of order. `topk` sorts descending and keeps
+  the first k along the last dim (the reduction keeping the left element).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from compiler.frontend.errors import SemanticError
 
 from . import core
 from .core import builtin, constexpr, tensor
-from .standard import _axis, arange
+from .standard import TENSOR_METHODS, _axis, _const, arange
 
 
 def _index_along(_sem, n: int, axis: int, rank: int) -> tensor:
@@ -77,6 +81,8 @@ def interleave(_sem, a, b) -> tensor:
     """Interleave two tensors along their last dim: [a0, b0, a1, b1, ...]."""
     a, b = _sem.to_tensor(a), _sem.to_tensor(b)
     joined = join_tensors(_sem, a, b)
+    if len(joined.shape) == 1:          # two scalars: [a, b]
+        return joined
     shape = joined.shape[:-2] + (joined.shape[-2] * 2,)
     return _sem.reshape(joined, shape)
 
@@ -125,6 +131,96 @@ def flip(_sem, x, dim=None) -> tensor:
     return _sem.cast(y, x.dtype, bitcast=True) if x.dtype != idtype else y
 
 
+def _halves(_sem, y: tensor, axis: int):
+    """The two entries of `y` along its size-2 `axis`, each broadcast back to `y`'s shape."""
+    first, second = _sem.reduce([y, y], axis, lambda args: [args[0], args[3]], keep_dims=True)
+    return _sem.broadcast_to(first, y.shape), _sem.broadcast_to(second, y.shape)
+
+
+def _compare_and_swap(_sem, x: tensor, flip, level: int, log_n: int) -> tensor:
+    """One bitonic step on the last dim: elements 2**(log_n - level - 1) apart are put in
+    order (ascending, or descending where `flip` is true), by xor-swapping their bits."""
+    outer = x.numel >> log_n
+    shape = (outer << level, 2, 1 << (log_n - level - 1))
+    y = _sem.reshape(x, shape)
+    left, right = (_sem.reshape(h, x.shape) for h in _halves(_sem, y, 1))
+    bits = x.dtype.primitive_bitwidth
+    idtype = core.int1 if bits == 1 else core.DTYPES_BY_NAME[f"int{bits}"]
+    as_int = (lambda t: t) if x.dtype == idtype else \
+        (lambda t: _sem.cast(t, idtype, bitcast=True))
+    swap = _sem.compare("gt", left, right)
+    if flip is not False:
+        swap = _sem.xor_(swap, flip)
+    delta = _sem.where(swap, _sem.xor_(as_int(left), as_int(right)),
+                       _sem.constant(0, idtype, x.shape))
+    out = _sem.xor_(as_int(x), delta)
+    return out if x.dtype == idtype else _sem.cast(out, x.dtype, bitcast=True)
+
+
+def _bitonic_merge(_sem, x: tensor, stage: int, order, log_n: int) -> tensor:
+    """`stage` compare-and-swap rounds; `order` is "alternate" (sub-sequences of 2**stage in
+    alternating directions, building bitonic sequences) or a bool (descending)."""
+    if order == "alternate":
+        outer = x.numel >> log_n
+        shape = (outer << (log_n - 1 - stage), 2, 1 << stage)
+        direction = _sem.compare("eq", _index_along(_sem, 2, 1, 3), constexpr(1))
+        flip = _sem.reshape(_sem.broadcast_to(direction, shape), x.shape)
+    else:
+        flip = bool(order)
+    for i in range(stage):
+        x = _compare_and_swap(_sem, x, flip, i + (log_n - stage), log_n)
+    return x
+
+
+def _minor_dim_size(x: tensor, dim, what: str) -> int:
+    rank = len(x.shape)
+    axis = _axis(dim)
+    if axis is not None and axis % rank != rank - 1:
+        raise SemanticError(f"{what} sorts along the last dim only (dim={rank - 1} or None), "
+                            f"got dim={axis}")
+    n = x.shape[-1]
+    if n & (n - 1):
+        raise SemanticError(f"{what} needs a power-of-two size along the last dim, got {n}")
+    return n
+
+
+def sort_tensor(_sem, x: tensor, descending: bool) -> tensor:
+    """A bitonic sort of `x` along its last dim."""
+    log_n = _minor_dim_size(x, None, "tl.sort").bit_length() - 1
+    for stage in range(1, log_n + 1):
+        x = _bitonic_merge(_sem, x, stage, "alternate" if stage < log_n else descending, log_n)
+    return x
+
+
+@builtin
+def sort(_sem, x, dim=None, descending=False) -> tensor:
+    """Sort along the last dim (a power of two long), ascending or `descending` (a bitonic
+    network of compare-and-swaps, as Triton's)."""
+    x = _sem.to_tensor(x)
+    if not x.is_block():
+        raise SemanticError("tl.sort needs a tensor, got a scalar")
+    _minor_dim_size(x, dim, "tl.sort")
+    return sort_tensor(_sem, x, bool(_const(descending, "descending")))
+
+
+@builtin
+def topk(_sem, x, k, dim=None) -> tensor:
+    """The `k` largest elements along the last dim, largest first (k a power of two)."""
+    x = _sem.to_tensor(x)
+    if not x.is_block():
+        raise SemanticError("tl.topk needs a tensor, got a scalar")
+    n = _minor_dim_size(x, dim, "tl.topk")
+    k = _const(k, "k")
+    if not isinstance(k, int) or k <= 0 or k & (k - 1) or k > n:
+        raise SemanticError(f"tl.topk's k must be a power of two from 1 to {n}, got {k!r}")
+    ordered = sort_tensor(_sem, x, True)
+    if k == n:
+        return ordered
+    rows = _sem.reshape(ordered, x.shape[:-1] + (n // k, k))
+    first = _sem.reduce([rows], len(rows.shape) - 2, lambda args: [args[0]])[0]
+    return first
+
+
 @builtin
 def debug_barrier(_sem) -> None:
     """Synchronize every thread of the program (gpu.barrier); a no-op in the interpreter."""
@@ -134,3 +230,8 @@ def debug_barrier(_sem) -> None:
 
 
 
+
+
+# These are also tensor methods in Triton (`x.sort()`, `x.split()`, ...): the method table of
+# `standard` gains them here, where they are defined.
+TENSOR_METHODS.update({"sort": sort, "flip": flip, "split": split, "topk": topk})

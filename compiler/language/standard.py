@@ -772,7 +772,8 @@ to = cast
 
 # Method name -> builtin, for `x.name(...)` on a tensor (x becomes the first argument).
 TENSOR_METHODS = {
-    "to": cast, "cast": cast, "sum": sum, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+    "to": cast, "cast": cast, "sum": sum, "max": max, "min": min, "argmax": argmax,
+    "argmin": argmin, "reduce": reduce, "associative_scan": associative_scan,
     "cumsum": cumsum, "cumprod": cumprod, "reshape": reshape, "view": view, "ravel": ravel,
     "trans": trans, "permute": trans, "broadcast_to": broadcast_to, "expand_dims": expand_dims,
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "rsqrt": rsqrt,

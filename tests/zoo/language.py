@@ -1,6 +1,7 @@
 """The tl.* functions of Triton's library beyond the basics: tl.reduce / tl.associative_scan
 with @jit combine functions, the Philox random numbers (bit-exact), join / split / interleave /
-cat / flip, clamp with NaN propagation, round-toward-zero casts, umulhi. Each kernel comes with
+cat / flip, sort / topk, clamp with NaN propagation, round-toward-zero casts, umulhi and
+libdevice. Each kernel comes with
 a maker of fresh random inputs and numpy's expected outputs; `ENTRIES` lists the family."""
 from __future__ import annotations
 
@@ -190,6 +191,28 @@ def _make_flip_float(rng):
                 {"BLOCK": 256}, {"num_warps": 2})
 
 
+@triton.jit
+def sort_kernel(x_ptr, up_ptr, down_ptr, top_ptr, M, BLOCK_M: tl.constexpr, N: tl.constexpr,
+                K: tl.constexpr):
+    rows = tl.arange(0, BLOCK_M)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    mask = rows < M
+    x = tl.load(x_ptr + rows * N + cols, mask=mask)
+    tl.store(up_ptr + rows * N + cols, tl.sort(x), mask=mask)
+    tl.store(down_ptr + rows * N + cols, x.sort(descending=True), mask=mask)
+    tl.store(top_ptr + rows * K + tl.arange(0, K)[None, :], tl.topk(x, K), mask=mask)
+
+
+def _make_sort(rng):
+    m, n, k = awkward(rng, 2, 8, 8), 64, 16
+    x = rng.integers(-500, 500, (m, n)).astype(np.int32)            # ties too
+    ordered = np.sort(x, axis=1)
+    return Case([x, np.zeros_like(x), np.zeros_like(x), np.zeros((m, k), np.int32), m], (1,),
+                {1: ordered, 2: np.ascontiguousarray(ordered[:, ::-1]),
+                 3: np.ascontiguousarray(ordered[:, ::-1][:, :k])},
+                {"BLOCK_M": 8, "N": n, "K": k}, {"num_warps": 4})
+
+
 # ---- clamp, rounding, umulhi ------------------------------------------------------------------
 @triton.jit
 def clamp_round_kernel(x_ptr, lo_ptr, hi_ptr, clamp_ptr, clamp_nan_ptr, max_nan_ptr, rtz_ptr,
@@ -305,6 +328,7 @@ ENTRIES = [
     ZooKernel("rand_randn", rand_kernel, _make_rand, RANDN, RANDN),
     ZooKernel("join_split_interleave_cat_flip", shapes_kernel, _make_shapes),
     ZooKernel("flip_f32_nan_negzero", flip_float_kernel, _make_flip_float),
+    ZooKernel("sort_topk_i32", sort_kernel, _make_sort),
     ZooKernel("clamp_propagate_nan_rtz", clamp_round_kernel, _make_clamp_round),
     ZooKernel("umulhi_u32_u64", umulhi_kernel, _make_umulhi),
     ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
