@@ -204,13 +204,13 @@ def sort_kernel(x_ptr, up_ptr, down_ptr, top_ptr, M, BLOCK_M: tl.constexpr, N: t
 
 
 def _make_sort(rng):
-    m, n, k = awkward(rng, 2, 8, 8), 64, 16
+    m, n, k = awkward(rng, 2, 4, 4), 32, 8
     x = rng.integers(-500, 500, (m, n)).astype(np.int32)            # ties too
     ordered = np.sort(x, axis=1)
     return Case([x, np.zeros_like(x), np.zeros_like(x), np.zeros((m, k), np.int32), m], (1,),
                 {1: ordered, 2: np.ascontiguousarray(ordered[:, ::-1]),
                  3: np.ascontiguousarray(ordered[:, ::-1][:, :k])},
-                {"BLOCK_M": 8, "N": n, "K": k}, {"num_warps": 4})
+                {"BLOCK_M": 4, "N": n, "K": k}, {"num_warps": 4})
 
 
 # ---- clamp, rounding, umulhi ------------------------------------------------------------------
