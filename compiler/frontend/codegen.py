@@ -365,6 +365,10 @@ class CodeGenerator(ast.NodeVisitor):
             return value
         if is_python_number(value):
             return self.sem.to_tensor(value)
+        if isinstance(value, tl.aggregate):
+            raise self.error(node, f"variable '{name}' holds {value!r}, which differs between "
+                                   "the branches of a runtime `if`; move it in both branches "
+                                   "(tl.advance) or outside the `if`")
         raise self.error(node, f"variable '{name}' holds the compile-time value "
                                f"{_const_text(value)} that differs between branches or "
                                "iterations; only numbers and tensors can")
@@ -433,7 +437,7 @@ class CodeGenerator(ast.NodeVisitor):
         block.add_argument(iv_type.to_ir(), self.src.location(node.target))
         block.args[0].name_hint = node.target.id
         for name, init in zip(carried, inits):
-            block.add_argument(init.handle.type).name_hint = name
+            block.add_argument(init.handle.type).name_hint = name.replace(".", "_")
         inner = dict(self.scope)
         iv = tensor(block.args[0], iv_type)
         if negative_step:
@@ -441,8 +445,8 @@ class CodeGenerator(ast.NodeVisitor):
                     self.builder.location(NameLoc(node.target.id, self.src.location(node.target))):
                 iv = self.sem.add(self.sem.sub(bounds[1], iv), bounds[0])
         inner[node.target.id] = iv
-        for name, arg, init in zip(carried, block.args[1:], inits):
-            inner[name] = tensor(arg, init.type)
+        self.bind_carried(inner, carried,
+                          [tensor(arg, init.type) for arg, init in zip(block.args[1:], inits)])
         block, after = self.region_body(node.body, inner, block)
         with self.builder.at_end_of(block):
             yields = self.loop_yields(node, carried, inits, after)
@@ -456,12 +460,13 @@ class CodeGenerator(ast.NodeVisitor):
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
                                  attrs, [Region([block])])
-        for name, r, init in zip(carried, op.results, inits):
-            self.scope[name] = tensor(r, init.type)
+        self.bind_carried(self.scope, carried,
+                          [tensor(r, init.type) for r, init in zip(op.results, inits)])
 
     def loop_carried(self, node, body, exclude=()):
         """The variables a loop body reassigns that exist before it, with runtime initial
-        values (constants are materialized)."""
+        values (constants are materialized). An aggregate (a block pointer) is carried as its
+        fields, under the keys `name.0`, `name.1`, ... (no Python name has a dot)."""
         assigned = set(assigned_names(body))
         names = [n for n in self.scope if n in assigned and n not in exclude]
         carried, inits = [], []
@@ -471,16 +476,46 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             if isinstance(value, tuple):
                 raise self.error(node, f"tuple variable '{name}' cannot be carried through a loop")
+            if isinstance(value, tl.aggregate):
+                for i, field in enumerate(value.fields()):
+                    carried.append(f"{name}.{i}")
+                    inits.append(field)
+                continue
             carried.append(name)
             with self.builder.location(NameLoc(name, self.src.location(node))):
                 inits.append(self._runtime_value(node, name, value))
         return carried, inits
 
+    def bind_carried(self, scope: dict, carried: list, values: list) -> None:
+        """Bind the carried keys to `values` in `scope`, rebuilding aggregates from their
+        fields (the structure is the one `self.scope` held before the loop)."""
+        fields: dict = {}
+        for key, value in zip(carried, values):
+            name, dot, _ = key.partition(".")
+            if dot:
+                fields.setdefault(name, []).append(value)
+            else:
+                scope[name] = value
+        for name, parts in fields.items():
+            scope[name] = self.scope[name].with_fields(parts)
+
+    def _carried_value(self, node, scope: dict, key: str):
+        """The value of one carried key in `scope` (a field of an aggregate, or a variable)."""
+        name, dot, index = key.partition(".")
+        if not dot:
+            return scope[name]
+        value = scope[name]
+        if not self.scope[name].same_structure(value):
+            raise self.error(node, f"variable '{name}' is {self.scope[name]!r} before the loop "
+                                   f"but {value!r} after an iteration; a loop-carried block "
+                                   "pointer must keep its block shape and order")
+        return value.fields()[int(index)]
+
     def loop_yields(self, node, carried, inits, after) -> list:
         """The carried variables' values at the end of the body, type-checked against their initial values."""
         out = []
         for name, init in zip(carried, inits):
-            value = self._runtime_value(node, name, after[name])
+            value = self._runtime_value(node, name, self._carried_value(node, after, name))
             if value.type != init.type:
                 raise self.error(node, f"variable '{name}' is {_type_text(init)} before the "
                                        f"loop but {_type_text(value)} after an iteration; a "
@@ -493,10 +528,12 @@ class CodeGenerator(ast.NodeVisitor):
         """A block with one argument per loop-carried variable, and the scope seeing them."""
         block = Block()
         inner = dict(self.scope)
+        values = []
         for name, init in zip(carried, inits):
             arg = block.add_argument(init.handle.type)
-            arg.name_hint = name
-            inner[name] = tensor(arg, init.type)
+            arg.name_hint = name.replace(".", "_")
+            values.append(tensor(arg, init.type))
+        self.bind_carried(inner, carried, values)
         return block, inner
 
     def visit_While(self, node):
@@ -530,8 +567,8 @@ class CodeGenerator(ast.NodeVisitor):
             self.builder.create(scf.YieldOp, [v.handle for v in yields])
         op = self.builder.create(scf.WhileOp, [v.handle for v in inits], types_, {},
                                  [Region([before]), Region([after_block])])
-        for name, r, init in zip(carried, op.results, inits):
-            self.scope[name] = tensor(r, init.type)
+        self.bind_carried(self.scope, carried,
+                          [tensor(r, init.type) for r, init in zip(op.results, inits)])
 
     # ---- expressions ----------------------------------------------------------------------
     def visit_Constant(self, node):

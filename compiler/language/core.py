@@ -292,6 +292,66 @@ class tensor:
                                "`if` inside a kernel")
 
 
+class aggregate:
+    """A compile-time structure of runtime scalars (a block pointer): the front end carries
+    its `fields()` through loops as separate values and rebuilds it with `with_fields`."""
+
+    def fields(self) -> list:
+        """The runtime values, in a fixed order."""
+        raise NotImplementedError
+
+    def with_fields(self, fields: list) -> "aggregate":
+        """The same structure holding `fields` (values of the same types)."""
+        raise NotImplementedError
+
+    def same_structure(self, other) -> bool:
+        """Whether `other` can stand for this value across a loop iteration."""
+        return type(other) is type(self)
+
+
+class block_pointer(aggregate):
+    """A Triton block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into
+    a `shape`d tensor at `base` with `strides`; `order` lists the dims fastest first. Shape and
+    strides are int64 scalars, offsets int32 scalars (as Triton casts them)."""
+
+    def __init__(self, base: tensor, shape: list, strides: list, offsets: list,
+                 block_shape: tuple, order: tuple):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.offsets = list(offsets)
+        self.block_shape = tuple(block_shape)
+        self.order = tuple(order)
+
+    @property
+    def element_ty(self) -> dtype:
+        """The pointee dtype."""
+        return self.base.dtype.element_ty
+
+    @property
+    def dtype(self) -> "pointer_type":
+        """Triton's type of a block pointer: a pointer to a block."""
+        return pointer_type(block_type(self.element_ty, self.block_shape))
+
+    def fields(self) -> list:
+        """The base, shape, strides and offsets."""
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_fields(self, fields: list) -> "block_pointer":
+        """The same window over new runtime values."""
+        rank = len(self.block_shape)
+        return block_pointer(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
+                             fields[1 + 2 * rank:1 + 3 * rank], self.block_shape, self.order)
+
+    def same_structure(self, other) -> bool:
+        """Same block shape, order and pointee."""
+        return isinstance(other, block_pointer) and other.block_shape == self.block_shape \
+            and other.order == self.order and other.base.type == self.base.type
+
+    def __repr__(self) -> str:
+        return f"block_pointer({self.element_ty}, block_shape={list(self.block_shape)})"
+
+
 # ---- builtins ---------------------------------------------------------------------------------
 def builtin(fn=None, *, host=None):
     """Mark `fn(semantic, *args, **kwargs)` as a DSL builtin the code generator calls itself.

@@ -123,23 +123,31 @@ def zeros_like(_sem, input) -> tensor:
 @builtin
 def load(_sem, pointer, mask=None, other=None, boundary_check=None, padding_option=None,
          cache_modifier=None, eviction_policy=None, volatile=False) -> tensor:
-    """Load from a pointer or a block of pointers; lanes where `mask` is false read `other`.
-    Cache and eviction hints are accepted and ignored; block pointers are not supported."""
+    """Load from a pointer, a block of pointers or a block pointer (with `boundary_check` and
+    `padding_option`); lanes where `mask` is false read `other`. Cache and eviction hints are
+    accepted and ignored."""
+    if isinstance(pointer, core.block_pointer):
+        from . import block_pointers
+        return block_pointers.load(_sem, pointer, mask, other, boundary_check, padding_option)
     _no_block_pointers(boundary_check, padding_option)
     return _sem.load(pointer, mask, other)
 
 
 def _no_block_pointers(boundary_check, padding_option):
-    if boundary_check is not None or padding_option is not None:
+    if (boundary_check is not None and _const(boundary_check, "boundary_check") not in ((), [])) \
+            or padding_option is not None and _const(padding_option, "padding_option") != "":
         raise SemanticError("boundary_check / padding_option belong to block pointers "
-                            "(tl.make_block_ptr), which this compiler does not support; use a "
-                            "mask instead")
+                            "(tl.make_block_ptr); use a mask with a plain pointer")
 
 
 @builtin
 def store(_sem, pointer, value, mask=None, boundary_check=None, cache_modifier=None,
           eviction_policy=None) -> None:
-    """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true."""
+    """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true, or
+    through a block pointer with `boundary_check`."""
+    if isinstance(pointer, core.block_pointer):
+        from . import block_pointers
+        return block_pointers.store(_sem, pointer, value, mask, boundary_check)
     _no_block_pointers(boundary_check, None)
     _sem.store(pointer, value, mask)
 

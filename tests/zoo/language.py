@@ -320,6 +320,59 @@ LIBDEVICE = Tolerance(2e-5, 1e-6, "pow and exp10 through exp2/log2 (approximate 
                                   "the GPU) against numpy's correctly rounded libm")
 
 
+# ---- block pointers -----------------------------------------------------------------------------
+@triton.jit
+def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                            stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_block = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0),
+                                (BLOCK_M, BLOCK_K), (1, 0))
+    b_block = tl.make_block_ptr(base=b_ptr, shape=(K, N), strides=(stride_bk, stride_bn),
+                                offsets=(0, pid_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
+                                order=(1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, K, BLOCK_K):
+        a = tl.load(a_block, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_block, boundary_check=(0, 1), padding_option="zero")
+        acc += tl.dot(a, b, input_precision="ieee")
+        a_block = tl.advance(a_block, (0, BLOCK_K))
+        b_block = tl.advance(b_block, (BLOCK_K, 0))
+    c_block = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, stride_cn),
+                                (pid_m * BLOCK_M, pid_n * BLOCK_N), (BLOCK_M, BLOCK_N), (1, 0))
+    tl.store(c_block, acc, boundary_check=(0, 1))
+
+
+def _make_block_ptr_matmul(rng):
+    m, n, k = awkward(rng, 20, 80, 32), awkward(rng, 20, 80, 32), awkward(rng, 20, 80, 32)
+    a, b = normal(rng, (m, k)), normal(rng, (k, n))
+    return Case([a, b, np.zeros((m, n), np.float32), m, n, k, k, 1, n, 1, n, 1],
+                (triton.cdiv(m, 32), triton.cdiv(n, 32)),
+                {2: (a.astype(np.float64) @ b).astype(np.float32)},
+                {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, {"num_warps": 4})
+
+
+@triton.jit
+def block_ptr_pad_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    start = tl.program_id(0) * BLOCK - 3                      # windows start before the data
+    window = tl.make_block_ptr(x_ptr, (n,), (1,), (start,), (BLOCK,), (0,))
+    values = tl.load(window, boundary_check=(0,), padding_option="nan")
+    out = tl.make_block_ptr(out_ptr, (n + 3,), (1,), (start + 3,), (BLOCK,), (0,))
+    tl.store(out, values, boundary_check=(0,))
+
+
+def _make_block_ptr_pad(rng):
+    n = awkward(rng, 50, 500, 64)
+    x = normal(rng, n)
+    expected = np.concatenate([np.full(3, np.nan, np.float32), x])
+    return Case([x, np.zeros(n + 3, np.float32), n], (triton.cdiv(n + 3, 64),), {1: expected},
+                {"BLOCK": 64}, {"num_warps": 2})
+
+
+BLOCK_DOT = Tolerance(1e-4, 1e-3, "fp32 accumulation of up to 80 products in another order")
+
+
 #: This family's catalogue entries.
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
@@ -331,5 +384,8 @@ ENTRIES = [
     ZooKernel("sort_topk_i32", sort_kernel, _make_sort),
     ZooKernel("clamp_propagate_nan_rtz", clamp_round_kernel, _make_clamp_round),
     ZooKernel("umulhi_u32_u64", umulhi_kernel, _make_umulhi),
+    ZooKernel("block_ptr_matmul", block_ptr_matmul_kernel, _make_block_ptr_matmul, BLOCK_DOT,
+              BLOCK_DOT),
+    ZooKernel("block_ptr_nan_padding", block_ptr_pad_kernel, _make_block_ptr_pad),
     ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
 ]
