@@ -1,5 +1,5 @@
 """Functions Triton's library builds from other ops: join, split, interleave, cat, flip, sort,
-topk, and debug_barrier.
+topk, histogram, gather, and debug_barrier.
 
 Each is written here with the semantic layer's existing ops (expand_dims, broadcast, select,
 reshape, trans, reductions), so it lowers on every layout those lower on and needs no code of
@@ -17,6 +17,8 @@ its own in the interpreter or the backend:
   [outer, 2, inner], takes the two halves apart (the reduction `split` uses, exact for every
   value) and xor-swaps the bits where they are out of order. `topk` sorts descending and keeps
   the first k along the last dim (the reduction keeping the left element).
+- `histogram` and `gather` compare against every bin / source position along a new dim and
+  reduce it (a sum of hits; a pick of the one matching value).
 """
 from __future__ import annotations
 
@@ -219,6 +221,63 @@ def topk(_sem, x, k, dim=None) -> tensor:
     rows = _sem.reshape(ordered, x.shape[:-1] + (n // k, k))
     first = _sem.reduce([rows], len(rows.shape) - 2, lambda args: [args[0]])[0]
     return first
+
+
+@builtin
+def histogram(_sem, input, num_bins, mask=None) -> tensor:
+    """Counts (int32, shape [num_bins]) of the values of the 1-D integer `input` in the bins
+    [0, 1), [1, 2), ...; lanes where `mask` is false are not counted, nor values outside."""
+    x = _sem.to_tensor(input)
+    bins = _const(num_bins, "num_bins")
+    if not x.is_block() or len(x.shape) != 1 or not x.dtype.is_int():
+        raise SemanticError(f"tl.histogram needs a 1-D integer tensor, got {x.type}")
+    if not isinstance(bins, int) or bins <= 0 or bins & (bins - 1):
+        raise SemanticError(f"tl.histogram's num_bins must be a power of two, got {bins!r}")
+    shape = (x.shape[0], bins)
+    values = _sem.broadcast_to(_sem.expand_dims(x, 1), shape)
+    index = _sem.cast(_index_along(_sem, bins, 1, 2), x.dtype)
+    hit = _sem.compare("eq", values, _sem.broadcast_to(index, shape))
+    if mask is not None:
+        m = _sem.cast(_sem.broadcast_to(_sem.to_tensor(mask), x.shape), core.int1)
+        hit = _sem.and_(hit, _sem.broadcast_to(_sem.expand_dims(m, 1), shape))
+    counts = _sem.cast(hit, core.int32)
+    return _sem.reduce([counts], 0, lambda args: [_sem.add(args[0], args[1])])[0]
+
+
+@builtin
+def gather(_sem, src, index, axis) -> tensor:
+    """out[i][j] = src[index[i][j]][j] for axis 0 (and likewise for other axes): `index` has
+    `src`'s rank and size on every other dim. An index out of range gives an unspecified
+    value, as in Triton."""
+    src, index = _sem.to_tensor(src), _sem.to_tensor(index)
+    rank = len(src.shape)
+    ax = _axis(axis)
+    if not src.is_block() or len(index.shape) != rank or not index.dtype.is_int():
+        raise SemanticError(f"tl.gather needs a tensor and an integer index of the same rank, "
+                            f"got {src.type} and {index.type}")
+    if ax is None or not -rank <= ax < rank:
+        raise SemanticError(f"tl.gather's axis must be a dim of the rank-{rank} source, got "
+                            f"{ax!r}")
+    ax %= rank
+    for d in range(rank):
+        if d != ax and src.shape[d] != index.shape[d]:
+            raise SemanticError(f"tl.gather's index must match the source on every dim but "
+                                f"axis {ax}: {list(index.shape)} vs {list(src.shape)}")
+    n = src.shape[ax]
+    # Candidates along a new last dim: out[..., k] = src with dim `ax` moved last and index k.
+    moved = _sem.trans(src, [d for d in range(rank) if d != ax] + [ax]) if ax != rank - 1 \
+        else src
+    shape = tuple(index.shape) + (n,)
+    candidates = _sem.broadcast_to(_sem.expand_dims(moved, ax), shape)
+    wanted = _sem.broadcast_to(_sem.expand_dims(index, rank), shape)
+    k = _sem.cast(_index_along(_sem, n, rank, rank + 1), index.dtype)
+    hit = _sem.compare("eq", wanted, _sem.broadcast_to(k, shape))
+
+    def pick(args):
+        """Keep the candidate whose index matched (exactly one does for a valid index)."""
+        v1, h1, v2, h2 = args
+        return [_sem.where(h2, v2, v1), _sem.or_(h1, h2)]
+    return _sem.reduce([candidates, hit], rank, pick)[0]
 
 
 @builtin

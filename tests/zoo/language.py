@@ -213,6 +213,34 @@ def _make_sort(rng):
                 {"BLOCK_M": 4, "N": n, "K": k}, {"num_warps": 4})
 
 
+@triton.jit
+def gather_histogram_kernel(src_ptr, idx_ptr, rows_ptr, cols_ptr, hist_ptr, n_valid,
+                            M: tl.constexpr, N: tl.constexpr, BINS: tl.constexpr):
+    r = tl.arange(0, M)[:, None]
+    c = tl.arange(0, N)[None, :]
+    src = tl.load(src_ptr + r * N + c)
+    idx = tl.load(idx_ptr + r * N + c)
+    tl.store(rows_ptr + r * N + c, tl.gather(src, idx % M, 0))
+    tl.store(cols_ptr + r * N + c, tl.gather(src, idx % N, axis=1))
+    flat = tl.arange(0, M * N)
+    values = tl.load(idx_ptr + flat)
+    tl.store(hist_ptr + tl.arange(0, BINS), tl.histogram(values, BINS, mask=flat < n_valid))
+
+
+def _make_gather_histogram(rng):
+    m, n, bins = 8, 16, 32
+    src = normal(rng, (m, n))
+    src[0, 0] = -0.0
+    idx = rng.integers(0, bins, (m, n)).astype(np.int32)
+    n_valid = int(rng.integers(1, m * n))
+    rows = np.take_along_axis(src, idx % m, 0)
+    cols = np.take_along_axis(src, idx % n, 1)
+    hist = np.bincount(idx.reshape(-1)[:n_valid], minlength=bins).astype(np.int32)
+    return Case([src, idx, np.zeros_like(src), np.zeros_like(src), np.zeros(bins, np.int32),
+                 n_valid], (1,), {2: rows, 3: cols, 4: hist}, {"M": m, "N": n, "BINS": bins},
+                {"num_warps": 4})
+
+
 # ---- clamp, rounding, umulhi ------------------------------------------------------------------
 @triton.jit
 def clamp_round_kernel(x_ptr, lo_ptr, hi_ptr, clamp_ptr, clamp_nan_ptr, max_nan_ptr, rtz_ptr,
@@ -382,6 +410,7 @@ ENTRIES = [
     ZooKernel("join_split_interleave_cat_flip", shapes_kernel, _make_shapes),
     ZooKernel("flip_f32_nan_negzero", flip_float_kernel, _make_flip_float),
     ZooKernel("sort_topk_i32", sort_kernel, _make_sort),
+    ZooKernel("gather_histogram", gather_histogram_kernel, _make_gather_histogram),
     ZooKernel("clamp_propagate_nan_rtz", clamp_round_kernel, _make_clamp_round),
     ZooKernel("umulhi_u32_u64", umulhi_kernel, _make_umulhi),
     ZooKernel("block_ptr_matmul", block_ptr_matmul_kernel, _make_block_ptr_matmul, BLOCK_DOT,
