@@ -641,19 +641,23 @@ def _same_shapes(inputs, what: str) -> None:
 def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None) -> tensor:
     """Matrix product of two 2-D blocks plus `acc` (fp32 accumulation for floats, int32 for
-    int8); `input_precision` is "tf32" (default), "tf32x3" or "ieee"."""
-    from compiler.dialects import tt
+    int8); `input_precision` is "tf32" (default), "tf32x3" or "ieee". Two 3-D blocks
+    [B, M, K] x [B, K, N] multiply batch by batch (B 2-D products)."""
     a, b = _sem.to_tensor(input), _sem.to_tensor(other)
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        raise SemanticError(f"tl.dot needs two 2-D blocks, got shapes {list(a.shape)} and "
-                            f"{list(b.shape)}")
-    if a.shape[1] != b.shape[0]:
+    if len(a.shape) != len(b.shape) or len(a.shape) not in (2, 3):
+        raise SemanticError(f"tl.dot needs two 2-D (or two 3-D, batched) blocks, got shapes "
+                            f"{list(a.shape)} and {list(b.shape)}")
+    batched = len(a.shape) == 3
+    if batched and a.shape[0] != b.shape[0]:
+        raise SemanticError(f"tl.dot's batch dims differ: {list(a.shape)} x {list(b.shape)}")
+    mk, kn = a.shape[-2:], b.shape[-2:]
+    if mk[1] != kn[0]:
         raise SemanticError(f"tl.dot's inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
     if a.dtype != b.dtype:
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
-    if any(d < 16 for d in a.shape + b.shape):
-        raise SemanticError(f"tl.dot needs every dimension >= 16, got {list(a.shape)} x "
+    if any(d < 16 for d in mk + kn):
+        raise SemanticError(f"tl.dot needs every matrix dimension >= 16, got {list(a.shape)} x "
                             f"{list(b.shape)}")
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
@@ -665,7 +669,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         out = _dtype(out_dtype, "out_dtype")
     else:
         out = core.int32 if a.dtype.is_int() else core.float32
-    shape = (a.shape[0], b.shape[1])
+    shape = a.shape[:-1] + (b.shape[-1],)
     if acc is None:
         acc_t = _sem.constant(0, out, shape)
     else:
@@ -673,9 +677,40 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc_t.shape != shape:
             raise SemanticError(f"tl.dot's accumulator has shape {list(acc_t.shape)}, expected "
                                 f"{list(shape)}")
-        out = acc_t.dtype
-    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape),
-                    {"inputPrecision": StringAttr(precision)})
+    if batched:
+        return _batched_dot(_sem, a, b, acc_t, precision)
+    return _dot2d(_sem, a, b, acc_t, precision)
+
+
+def _dot2d(_sem, a, b, acc, precision: str) -> tensor:
+    from compiler.dialects import tt
+    return _sem._new(tt.DotOp, [a, b, acc], acc.type, {"inputPrecision": StringAttr(precision)})
+
+
+def _batch_slice(_sem, x, index: int) -> tensor:
+    """`x[index]` of a 3-D block: the batch entry picked exactly by a reduction over dim 0."""
+    batch = arange.__tile_builtin__(_sem, constexpr(0), constexpr(x.shape[0]))
+    hit = _sem.broadcast_to(_sem.expand_dims(_sem.expand_dims(
+        _sem.compare("eq", batch, constexpr(index)), 1), 2), x.shape)
+
+    def pick(args):
+        """Keep the entry of the wanted batch."""
+        v1, h1, v2, h2 = args
+        return [_sem.where(h2, v2, v1), _sem.or_(h1, h2)]
+    return _sem.reduce([x, hit], 0, pick)[0]
+
+
+def _batched_dot(_sem, a, b, acc, precision: str) -> tensor:
+    """[B, M, K] x [B, K, N] + acc as B 2-D tt.dot ops, reassembled along dim 0."""
+    out = acc
+    batch = arange.__tile_builtin__(_sem, constexpr(0), constexpr(a.shape[0]))
+    for i in range(a.shape[0]):
+        c = _dot2d(_sem, _batch_slice(_sem, a, i), _batch_slice(_sem, b, i),
+                   _batch_slice(_sem, acc, i), precision)
+        here = _sem.broadcast_to(_sem.expand_dims(_sem.expand_dims(
+            _sem.compare("eq", batch, constexpr(i)), 1), 2), acc.shape)
+        out = _sem.where(here, _sem.broadcast_to(_sem.expand_dims(c, 0), acc.shape), out)
+    return out
 
 
 # ---- hints, assertions, printing ---------------------------------------------------------------

@@ -401,6 +401,28 @@ def _make_block_ptr_pad(rng):
 BLOCK_DOT = Tolerance(1e-4, 1e-3, "fp32 accumulation of up to 80 products in another order")
 
 
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    bi = tl.arange(0, B)[:, None, None]
+    mi = tl.arange(0, M)[None, :, None]
+    ni = tl.arange(0, N)[None, None, :]
+    ki_col = tl.arange(0, K)[None, None, :]
+    ki_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + bi * M * K + mi * K + ki_col)
+    b = tl.load(b_ptr + bi * K * N + ki_row * N + ni)
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + bi * M * N + mi * N + ni, c)
+
+
+def _make_batched_dot(rng):
+    nb, m, n, k = 2, 16, 32, 16
+    a, b = normal(rng, (nb, m, k)), normal(rng, (nb, k, n))
+    return Case([a, b, np.zeros((nb, m, n), np.float32)], (1,),
+                {2: np.matmul(a.astype(np.float64), b).astype(np.float32)},
+                {"B": nb, "M": m, "N": n, "K": k}, {"num_warps": 4})
+
+
 #: This family's catalogue entries.
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
@@ -416,5 +438,6 @@ ENTRIES = [
     ZooKernel("block_ptr_matmul", block_ptr_matmul_kernel, _make_block_ptr_matmul, BLOCK_DOT,
               BLOCK_DOT),
     ZooKernel("block_ptr_nan_padding", block_ptr_pad_kernel, _make_block_ptr_pad),
+    ZooKernel("dot_3d_batched", batched_dot_kernel, _make_batched_dot, BLOCK_DOT, BLOCK_DOT),
     ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
 ]
