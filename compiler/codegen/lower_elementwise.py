@@ -363,3 +363,30 @@ def lower_fp_to_fp(ctx, op):
 lowers(tt.BitcastOp)(_cast("bitcast"))
 lowers(tt.IntToPtrOp)(_cast("inttoptr"))
 lowers(tt.PtrToIntOp)(_cast("ptrtoint"))
+
+
+# ---- inline asm --------------------------------------------------------------------------------
+@lowers(tt.ElementwiseInlineAsmOp)
+def lower_inline_asm(ctx, op):
+    """`tt.elementwise_inline_asm`: one inline PTX block per register (packed_element 1),
+    returning a struct when there are several results; impure blocks keep their side effect."""
+    if op.packed_element != 1:
+        raise LoweringError(f"tt.elementwise_inline_asm with packed_element = "
+                            f"{op.packed_element} is not lowered yet (only 1)")
+    b = ctx.builder
+    lists = [ctx.get(v) for v in op.operands]
+    count = max([len(values) for values in lists] + [1])
+    lists = [values * count if len(values) == 1 else values for values in lists]
+    types = [llvm_type(r.type) for r in op.results]
+    ret = types[0] if len(types) == 1 else ir.LiteralStructType(types)
+    outs = [[] for _ in types]
+    for i in range(count):
+        value = inline_ptx(b, ret, op.asm_string, op.constraints, [vs[i] for vs in lists],
+                           side_effect=not op.pure)
+        if len(types) == 1:
+            outs[0].append(value)
+        else:
+            for j in range(len(types)):
+                outs[j].append(b.extract_value(value, j))
+    for r, values in zip(op.results, outs):
+        ctx.set(r, values)

@@ -272,6 +272,26 @@ FpToFpOp = define_op("FpToFpOp", "tt.fp_to_fp", Convert("->"), (Pure, Elementwis
                      src=operand(0), rounding=attr("rounding"))
 
 
+def _verify_inline_asm(op):
+    for key, kind in (("asm_string", StringAttr), ("constraints", StringAttr)):
+        if not isinstance(op.attributes.get(key), kind):
+            raise VerificationError(op, f"needs a string `{key}` attribute")
+    shapes = {shape_of(v.type) for v in list(op.operands) + list(op.results)}
+    if len(shapes) > 1:
+        raise VerificationError(op, "operands and results must have one shape")
+    if not op.results:
+        raise VerificationError(op, "needs at least one result")
+
+
+ElementwiseInlineAsmOp = define_op(
+    "ElementwiseInlineAsmOp", "tt.elementwise_inline_asm", None, (Elementwise,),
+    _verify_inline_asm, "User PTX applied element by element (tl.inline_asm_elementwise): "
+    "`asm_string` with LLVM inline-asm `constraints`, results first; `pure` says it has no "
+    "side effects; `packed_element` elements go to each asm instance.",
+    args=variadic_operands(0), asm_string=attr("asm_string"), constraints=attr("constraints"),
+    pure=attr("pure", default=False), packed_element=attr("packed_element", default=1))
+
+
 # ---- pointers and memory ----------------------------------------------------------------------
 def _verify_addptr(op):
     ptr, offset = op.operands

@@ -17,8 +17,8 @@ from .standard import (  # noqa: F401
     sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
     zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast)
 from .block_pointers import advance, make_block_ptr  # noqa: F401,E402
-from .composite import (cat, debug_barrier, flip, gather, histogram, interleave, join,  # noqa: F401,E402
-                        sort, split, topk)
+from .composite import (cat, debug_barrier, flip, gather, histogram, inline_asm_elementwise,  # noqa: F401,E402,E501
+                        interleave, join, sort, split, topk)
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)

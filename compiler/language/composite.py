@@ -281,6 +281,42 @@ def gather(_sem, src, index, axis) -> tensor:
 
 
 @builtin
+def inline_asm_elementwise(_sem, asm, constraints, args, dtype, is_pure, pack):
+    """Run the PTX `asm` on each element of the broadcast `args` (LLVM inline-asm
+    `constraints`, outputs first); `dtype` is the result dtype, or a tuple of them for several
+    results (then a tuple is returned). GPU only: the interpreter refuses it."""
+    from compiler.dialects import tt
+    from compiler.ir.attributes import BoolAttr, StringAttr, int_attr
+    text, cons = _const(asm, "asm"), _const(constraints, "constraints")
+    if not isinstance(text, str) or not isinstance(cons, str):
+        raise SemanticError("tl.inline_asm_elementwise's asm and constraints must be strings")
+    dts = _const(dtype, "dtype")
+    single = not isinstance(dts, (tuple, list))
+    dts = [dts] if single else [_const(d, "dtype") for d in dts]
+    if not all(isinstance(d, core.dtype) for d in dts):
+        raise SemanticError(f"tl.inline_asm_elementwise's dtype must be a tl dtype or a tuple "
+                            f"of them, got {dts!r}")
+    packed = _const(pack, "pack")
+    if not isinstance(packed, int) or packed < 1:
+        raise SemanticError(f"tl.inline_asm_elementwise's pack must be a positive integer, "
+                            f"got {packed!r}")
+    items = _const(args, "args")
+    values = [_sem.to_tensor(a) for a in (items if isinstance(items, (tuple, list)) else [items])]
+    shape = ()
+    for v in values:
+        shape = _sem.broadcast_shape(shape, v.shape)
+    values = [_sem.broadcast_to(v, shape) for v in values]
+    result_types = [core.block_type(d, shape) if shape else d for d in dts]
+    op = _sem.builder.create(
+        tt.ElementwiseInlineAsmOp, [v.handle for v in values],
+        [t.to_ir() for t in result_types],
+        {"asm_string": StringAttr(text), "constraints": StringAttr(cons),
+         "pure": BoolAttr(bool(_const(is_pure, "is_pure"))), "packed_element": int_attr(packed)})
+    outs = [tensor(r, t) for r, t in zip(op.results, result_types)]
+    return outs[0] if single else tuple(outs)
+
+
+@builtin
 def debug_barrier(_sem) -> None:
     """Synchronize every thread of the program (gpu.barrier); a no-op in the interpreter."""
     from compiler.dialects import ttg

@@ -378,3 +378,10 @@ def fma(ctx, op, values):
     (in `coerce`); f64 is computed unfused."""
     a, b, c = values
     return np.asarray(a).astype(np.float64) * b + c
+
+
+@semantics(tt.ElementwiseInlineAsmOp)
+def inline_asm(ctx, op, values):
+    """Inline PTX cannot run on the CPU: a located error, as Triton's interpreter gives."""
+    raise OpError("tl.inline_asm_elementwise runs PTX on the GPU and cannot be interpreted; "
+                  "launch with interpret=False")
