@@ -1,0 +1,273 @@
+"""The tl.* library functions beyond the zoo's numeric checks (tests/zoo/language.py): their
+errors point at the kernel's source with file:line:col and a caret, their IR has the forms
+Triton's has (tt.call of the combine function before inlining, tt.fp_to_fp, inline asm), the
+random module's edge values, and the triton.language.extra.libdevice alias."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import compiler as triton
+import compiler.language as tl
+from compiler.codegen.toolchain import find_tool
+from compiler.frontend import generate_ttir
+from compiler.frontend.errors import CompilationError
+from compiler.language.extra import libdevice
+from compiler.runtime.interpreter import InterpreterError
+
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas is not installed")
+
+
+def _error_of(kernel, *signature, **constexprs) -> str:
+    """The message of the CompilationError compiling `kernel` raises."""
+    with pytest.raises(CompilationError) as info:
+        kernel.warmup(*signature, grid=(1,), **constexprs)
+    return str(info.value)
+
+
+def _points_at(message: str, marker: str) -> None:
+    """The error names this file with a line:col and shows the marked source line."""
+    assert "test_language_functions.py:" in message, message
+    assert marker in message and "^" in message, message
+
+
+# ---- reduce / scan with combine functions --------------------------------------------------------
+@triton.jit
+def _add_pair(a, b, c, d):
+    return a + c, b + d
+
+
+@triton.jit
+def _one_result(a, b, c, d):
+    return a + c
+
+
+@triton.jit
+def reduce_wrong_arity_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr, tl.reduce((x, x), 0, _one_result)[0])  # wrong arity
+
+
+def test_combine_function_returning_too_few_values_is_a_located_error():
+    message = _error_of(reduce_wrong_arity_kernel, "*fp32", BLOCK=32)
+    _points_at(message, "# wrong arity")
+    assert "returns 1 value(s)" in message and "2 tensor(s)" in message
+
+
+@triton.jit
+def reduce_pair_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    s, n = tl.reduce((x, tl.full((BLOCK,), 1, tl.int32)), 0, _add_pair)
+    tl.store(out_ptr, s / n)
+
+
+def test_reduce_calls_the_combine_function_in_its_region_and_inlines_it():
+    ttir = generate_ttir(reduce_pair_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                         {"BLOCK": 64})
+    text = str(ttir) if not isinstance(ttir, str) else ttir
+    assert "tt.call @_add_pair" in text
+    compiled = reduce_pair_kernel.warmup("*fp32", "*fp32", BLOCK=64, grid=(1,))
+    assert "tt.call" not in compiled.asm["ttir"]
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    reduce_pair_kernel[(1,)](x, out, BLOCK=64, interpret=True)
+    assert out[0] == x.mean()
+
+
+# ---- random --------------------------------------------------------------------------------------
+@triton.jit
+def uniform_limits_kernel(x_ptr, out_ptr, n: tl.constexpr):
+    offs = tl.arange(0, n)
+    tl.store(out_ptr + offs, tl.random.uint_to_uniform_float(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_uniform_float_of_the_extreme_integers_is_just_below_one(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.max], dtype)
+    out = np.zeros(2, np.float32)
+    uniform_limits_kernel[(1,)](x, out, n=2, interpret=True)
+    assert out[0] == out[1]
+    assert 1.0 - np.finfo(np.float32).eps <= out[0] < 1.0
+
+
+@triton.jit
+def float_seed_kernel(x_ptr, seed):
+    offs = tl.arange(0, 16)
+    tl.store(x_ptr + offs, tl.rand(seed, offs))
+
+
+def test_a_float_seed_is_a_compile_error():
+    message = _error_of(float_seed_kernel, "*fp32", "fp32")
+    assert "seed" in message and "integer" in message
+
+
+@triton.jit
+def const_seed_kernel(x_ptr, n, seed: tl.constexpr):
+    offs = tl.arange(0, 128)
+    tl.store(x_ptr + offs, tl.randint(seed, offs), mask=offs < n)
+
+
+def test_constexpr_and_runtime_seeds_agree():
+    from tests.zoo.language import randint4x_kernel
+    a = np.zeros(128, np.int32)
+    const_seed_kernel[(1,)](a, 100, seed=0x0000000FCAFEB0BA, interpret=True)
+    b = np.zeros(4 * 128, np.int32)
+    randint4x_kernel[(1,)](b, 0x0000000FCAFEB0BA, 100, BLOCK=128, OFFSET_DTYPE=tl.int32,
+                           interpret=True)
+    np.testing.assert_array_equal(a[:100], b[0:400:4])
+
+
+# ---- shapes --------------------------------------------------------------------------------------
+@triton.jit
+def split_bad_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8))
+    a, b = tl.split(x)  # split 8
+    tl.store(x_ptr, a)
+
+
+def test_split_of_a_dim_other_than_two_is_a_located_error():
+    message = _error_of(split_bad_kernel, "*fp32")
+    _points_at(message, "# split 8")
+    assert "size 2" in message
+
+
+@triton.jit
+def flip_bad_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    tl.store(x_ptr, tl.sum(tl.sort(x, dim=0)))  # sort dim 0
+
+
+def test_sort_along_a_leading_dim_is_refused():
+    message = _error_of(flip_bad_kernel, "*fp32")
+    _points_at(message, "# sort dim 0")
+    assert "last dim" in message
+
+
+@triton.jit
+def scalar_join_kernel(out_ptr, a, b):
+    tl.store(out_ptr + tl.arange(0, 2), tl.interleave(a, b))
+
+
+def test_join_of_two_scalars_is_a_pair():
+    out = np.zeros(2, np.int32)
+    scalar_join_kernel[(1,)](out, 3, 4, interpret=True)
+    assert out.tolist() == [3, 4]
+
+
+# ---- casts, clamp --------------------------------------------------------------------------------
+@triton.jit
+def rtz_kernel(x_ptr, out_ptr, DST: tl.constexpr, ROUND: tl.constexpr):
+    offs = tl.arange(0, 16)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(DST, fp_downcast_rounding=ROUND))
+
+
+def test_rtz_is_tt_fp_to_fp_and_reaches_ptx():
+    compiled = rtz_kernel.warmup("*fp32", "*fp16", DST=tl.float16, ROUND="rtz", grid=(1,))
+    assert "tt.fp_to_fp" in compiled.asm["ttir"] and "rounding = \"rtz\"" in compiled.asm["ttir"]
+    assert "cvt.rz.f16.f32" in compiled.asm["ptx"]
+
+
+def test_rounding_on_an_upcast_is_a_located_error():
+    message = _error_of(rtz_kernel, "*fp16", "*fp32", DST=tl.float32, ROUND="rtz")
+    assert "narrowing" in message and "fp_downcast_rounding" in message
+
+
+@triton.jit
+def clamp_bad_kernel(x_ptr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, tl.clamp(x, 0.0, 1.0, propagate_nan=3))  # bad nan
+
+
+def test_propagate_nan_takes_the_enum_only():
+    _points_at(_error_of(clamp_bad_kernel, "*fp32"), "# bad nan")
+
+
+# ---- block pointers ------------------------------------------------------------------------------
+@triton.jit
+def block_ptr_mask_kernel(x_ptr, n):
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (16,), (0,))
+    tl.store(x_ptr, tl.sum(tl.load(p, mask=tl.arange(0, 16) < n)))  # mask on block ptr
+
+
+def test_block_pointer_loads_take_boundary_check_not_a_mask():
+    message = _error_of(block_ptr_mask_kernel, "*fp32", "i32")
+    _points_at(message, "# mask on block ptr")
+    assert "boundary_check" in message
+
+
+@triton.jit
+def block_ptr_if_kernel(x_ptr, n):
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (16,), (0,))
+    if n > 4:  # moved in one branch
+        p = tl.advance(p, (4,))
+    tl.store(p, tl.zeros((16,), tl.float32), boundary_check=(0,))
+
+
+def test_a_block_pointer_moved_in_one_branch_of_a_runtime_if_is_a_located_error():
+    message = _error_of(block_ptr_if_kernel, "*fp32", "i32")
+    assert "block_pointer" in message and "tl.advance" in message
+
+
+@triton.jit
+def block_ptr_while_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    i = 0
+    while i < n:
+        tl.store(p, tl.full((BLOCK,), 7, tl.int32), boundary_check=(0,))
+        p = tl.advance(p, (BLOCK,))
+        i += BLOCK
+
+
+def test_while_loops_carry_block_pointers():
+    x = np.zeros(70, np.int32)
+    block_ptr_while_kernel[(1,)](x, 70, BLOCK=16, interpret=True)
+    assert (x == 7).all()
+
+
+# ---- inline asm ----------------------------------------------------------------------------------
+@triton.jit
+def inline_asm_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    z = tl.inline_asm_elementwise("shf.l.wrap.b32 $0, $1, $2, 8;", "=r,r,r", [x, y],  # asm
+                                  dtype=tl.uint32, is_pure=True, pack=1)
+    tl.store(out_ptr + offs, z)
+
+
+def test_inline_asm_is_refused_by_the_interpreter_with_a_located_error():
+    x = np.zeros(32, np.uint32)
+    with pytest.raises(InterpreterError) as info:
+        inline_asm_kernel[(1,)](x, x, x, BLOCK=32, interpret=True)
+    message = str(info.value)
+    assert "cannot be interpreted" in message and "# asm" in message and "^" in message
+
+
+@needs_ptxas
+def test_inline_asm_reaches_ptxas():
+    compiled = inline_asm_kernel.warmup("*u32", "*u32", "*u32", BLOCK=128, grid=(1,))
+    assert "tt.elementwise_inline_asm" in compiled.asm["ttgir"]
+    assert "shf.l.wrap.b32" in compiled.asm["ptx"]
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
+# ---- libdevice -----------------------------------------------------------------------------------
+@triton.jit
+def libdevice_unknown_kernel(x_ptr):
+    tl.store(x_ptr, libdevice.lgamma(tl.load(x_ptr)))  # lgamma
+
+
+def test_a_libdevice_function_we_lack_is_a_located_error():
+    message = _error_of(libdevice_unknown_kernel, "*fp32")
+    _points_at(message, "# lgamma")
+    assert "lgamma" in message
+
+
+def test_libdevice_is_importable_under_tritons_names():
+    from compiler import triton_alias
+    with triton_alias.installed():
+        import importlib
+        mod = importlib.import_module("triton.language.extra.libdevice")
+        cuda = importlib.import_module("triton.language.extra.cuda.libdevice")
+        assert mod.pow is libdevice.pow and cuda.rint is libdevice.rint
