@@ -773,6 +773,10 @@ class CodeGenerator(ast.NodeVisitor):
         pred, pyop = COMPARE_OPS[type(op)]
         if isinstance(left, constexpr) and isinstance(right, constexpr):
             return constexpr(pyop(left.value, right.value))
+        if isinstance(left, tuple) and isinstance(right, tuple):
+            if any(isinstance(x, tensor) for x in left + right):
+                raise self.error(node, "tuples compare only when they hold compile-time values")
+            return constexpr(pyop(tuple(map(_unwrap, left)), tuple(map(_unwrap, right))))
         return self.sem.compare(pred, left, right)
 
     def visit_IfExp(self, node):

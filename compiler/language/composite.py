@@ -206,8 +206,9 @@ def sort(_sem, x, dim=None, descending=False) -> tensor:
 
 
 @builtin
-def topk(_sem, x, k, dim=None) -> tensor:
-    """The `k` largest elements along the last dim, largest first (k a power of two)."""
+def topk(_sem, x, k, dim=None, descending=True) -> tensor:
+    """The `k` largest elements along the last dim, largest first (k a power of two); the `k`
+    smallest, smallest first, with `descending=False`."""
     x = _sem.to_tensor(x)
     if not x.is_block():
         raise SemanticError("tl.topk needs a tensor, got a scalar")
@@ -215,7 +216,7 @@ def topk(_sem, x, k, dim=None) -> tensor:
     k = _const(k, "k")
     if not isinstance(k, int) or k <= 0 or k & (k - 1) or k > n:
         raise SemanticError(f"tl.topk's k must be a power of two from 1 to {n}, got {k!r}")
-    ordered = sort_tensor(_sem, x, True)
+    ordered = sort_tensor(_sem, x, bool(_const(descending, "descending")))
     if k == n:
         return ordered
     rows = _sem.reshape(ordered, x.shape[:-1] + (n // k, k))
