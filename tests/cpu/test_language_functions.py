@@ -252,6 +252,22 @@ def test_inline_asm_reaches_ptxas():
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
 
 
+@triton.jit
+def inline_asm_packed_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    y = tl.inline_asm_elementwise("and.b32 $0, $1, 0x1F1F1F1F; shl.b32 $0, $0, 3;", "=r,r", [x],
+                                  dtype=tl.int8, is_pure=True, pack=4)
+    tl.store(y_ptr + tl.arange(0, BLOCK), y)
+
+
+@needs_ptxas
+def test_packed_inline_asm_puts_four_bytes_in_one_register():
+    compiled = inline_asm_packed_kernel.warmup("*u8", "*u8", BLOCK=512, grid=(1,))
+    llir = compiled.asm["llir"]
+    assert "bitcast <4 x i8>" in llir and "and.b32" in compiled.asm["ptx"]
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
 # ---- libdevice -----------------------------------------------------------------------------------
 @triton.jit
 def libdevice_unknown_kernel(x_ptr):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.cpu.test_language_functions import inline_asm_kernel
+from tests.cpu.test_language_functions import inline_asm_kernel, inline_asm_packed_kernel
 
 pytestmark = pytest.mark.gpu
 
@@ -24,3 +24,13 @@ def test_inline_asm_funnel_shift_matches_numpy():
     wide = (y.astype(np.uint64) << np.uint64(32)) | x.astype(np.uint64)
     expected = ((wide << np.uint64(8)) >> np.uint64(32)).astype(np.uint32)
     np.testing.assert_array_equal(out.to_numpy(), expected)
+
+
+def test_packed_inline_asm_shifts_four_bytes_at_once():
+    from compiler.runtime import driver
+    from compiler.runtime.device_array import DeviceArray
+    x = np.random.default_rng(12).integers(0, 256, 512).astype(np.uint8)
+    y = DeviceArray.from_numpy(np.zeros(512, np.uint8))
+    inline_asm_packed_kernel[(1,)](DeviceArray.from_numpy(x), y, BLOCK=512, interpret=False)
+    driver.synchronize()
+    np.testing.assert_array_equal(y.to_numpy(), (x << 3).astype(np.uint8))
