@@ -330,9 +330,10 @@ class CodeGenerator(ast.NodeVisitor):
             with self.builder.at_end_of(else_block):
                 b = self._runtime_value(node, name, b)
             if a.type != b.type:
-                raise self.error(node, f"variable '{name}' is {_type_text(a)} in the then-branch "
-                                       f"but {_type_text(b)} in the else-branch; a variable "
-                                       "must keep its type across an if")
+                raise self.error(node, f"Mismatched type for {name}: variable '{name}' is "
+                                       f"{_type_text(a)} in the then-branch but {_type_text(b)} "
+                                       "in the else-branch; a variable must keep its type "
+                                       "across an if")
             names.append(name)
             then_vals.append(a)
             else_vals.append(b)
@@ -794,6 +795,9 @@ class CodeGenerator(ast.NodeVisitor):
             with self.builder.at_end_of(block):
                 values.append(self.sem.to_tensor(self.visit(expr)))
         then_v, else_v = values
+        if then_v.dtype != else_v.dtype and (then_v.dtype.is_ptr() or else_v.dtype.is_ptr()):
+            raise self.error(node, "Ternary expression with dynamic condition has inconsistent "
+                                   f"type: {_type_text(then_v)} and {_type_text(else_v)}")
         dt = computation_type(then_v.dtype, False, else_v.dtype, False) \
             if then_v.dtype != else_v.dtype else then_v.dtype
         shape = self.sem.broadcast_shape(then_v.shape, else_v.shape)
@@ -1036,7 +1040,9 @@ def _type_key(t) -> str:
 
 
 def _scalar_key(d: dtype) -> str:
-    return ("P" + d.element_ty.name) if d.is_ptr() else d.name
+    if d.is_ptr():
+        return ("PC" if d.const else "P") + d.element_ty.name
+    return d.name
 
 
 def _mangle_const(v) -> str:
@@ -1062,12 +1068,17 @@ def generate_function(fn, name: str, params: list, mctx: ModuleContext, visibili
     return name, result_types
 
 
-def _is_constexpr_annotation(node) -> bool:
-    """`x: tl.constexpr` / `x: constexpr` / `x: "tl.constexpr"` (by its spelling)."""
+def _annotation_is(node, name: str) -> bool:
+    """`x: tl.<name>` / `x: <name>` / `x: "tl.<name>"` (by its spelling)."""
     if node is None:
         return False
     text = node.value if isinstance(node, ast.Constant) else ast.unparse(node)
-    return isinstance(text, str) and text.split(".")[-1] == "constexpr"
+    return isinstance(text, str) and text.split(".")[-1] == name
+
+
+def _is_constexpr_annotation(node) -> bool:
+    """`x: tl.constexpr` (or `constexpr`, `"tl.constexpr"`)."""
+    return _annotation_is(node, "constexpr")
 
 
 def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
@@ -1089,7 +1100,10 @@ def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
                                    src.line_of(arg), src.col_of(arg), src.source_line(arg))
         elif name in signature:
             try:
-                params.append((name, dtype_from_signature(signature[name])))
+                kind = dtype_from_signature(signature[name])
+                if _annotation_is(arg.annotation, "const") and kind.is_ptr():
+                    kind = tl.pointer_type(kind.element_ty, kind.address_space, const=True)
+                params.append((name, kind))
             except ValueError as exc:
                 raise CompilationError(str(exc), src.file, src.line_of(arg), src.col_of(arg),
                                        src.source_line(arg)) from None

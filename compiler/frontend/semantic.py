@@ -677,6 +677,9 @@ class Semantic:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"tl.store needs a pointer, got a value of dtype {ptr.dtype}")
+        if ptr.dtype.const:
+            raise SemanticError("Cannot store to a constant pointer (a parameter annotated "
+                                "tl.const)")
         operands = [ptr, self.value_for(ptr, value)]
         if mask is not None:
             operands.append(self._mask_for(ptr, mask))
@@ -687,6 +690,9 @@ class Semantic:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"atomics need a pointer, got {ptr.dtype}")
+        if ptr.dtype.const:
+            raise SemanticError("Cannot store to a constant pointer (a parameter annotated "
+                                "tl.const)")
         val = self.value_for(ptr, val)
         operands = [ptr, val]
         if mask is not None:

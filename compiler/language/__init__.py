@@ -4,7 +4,7 @@ Values inside a kernel are `tensor`s and `constexpr`s; the functions here are bu
 the front end (`compiler.frontend`) implements while compiling a `@jit` function.
 """
 from . import math  # noqa: F401
-from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin, constexpr, dtype,  # noqa: F401
+from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin, const, constexpr, dtype,  # noqa: F401
                    float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401

@@ -124,10 +124,11 @@ class dtype:
 class pointer_type(dtype):
     """A pointer to global memory holding `element_ty` values (`*fp32` in a signature)."""
 
-    def __init__(self, element_ty: dtype, address_space: int = 1):
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         self.element_ty = element_ty
         self.address_space = address_space
-        self.name = f"pointer<{element_ty.name}>"
+        self.const = const
+        self.name = f"{'const_' if const else ''}pointer<{element_ty.name}>"
 
     def is_ptr(self) -> bool:
         """True for pointer types."""
@@ -147,16 +148,22 @@ class pointer_type(dtype):
         return irt.PointerType(self.element_ty.to_ir(), self.address_space)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty \
+            and other.const == self.const
 
     def __hash__(self) -> int:
-        return hash(("ptr", self.element_ty))
+        return hash(("ptr", self.element_ty, self.const))
 
     def __str__(self) -> str:
-        return "*" + self.element_ty.name
+        return ("*const " if self.const else "*") + self.element_ty.name
 
     def __repr__(self) -> str:
         return f"pointer_type({self.element_ty!r})"
+
+
+class const:
+    """The annotation `p: tl.const` of a kernel parameter: the pointer is read-only (a store
+    through it, or mixing it with a writable pointer, is a compile error)."""
 
 
 class block_type:

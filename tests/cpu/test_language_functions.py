@@ -268,6 +268,49 @@ def test_packed_inline_asm_puts_four_bytes_in_one_register():
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
 
 
+# ---- tl.const -----------------------------------------------------------------------------------
+@triton.jit
+def const_store_kernel(in_ptr: tl.const, out, c_out: tl.const, n):
+    offs = tl.arange(0, 16)
+    val = tl.load(in_ptr + offs, mask=offs < n)
+    tl.store(out + offs, val, mask=offs < n)
+    tl.store(c_out + offs, val, mask=offs < n)  # const store
+
+
+def test_storing_through_a_const_pointer_is_a_located_error():
+    message = _error_of(const_store_kernel, "*fp32", "*fp32", "*fp32", "i32")
+    _points_at(message, "# const store")
+    assert "Cannot store to a constant pointer" in message
+
+
+@triton.jit
+def const_merge_kernel(in_ptr: tl.const, out, n):
+    if n > 3:  # merge
+        target = in_ptr
+    else:
+        target = out
+    tl.store(out, tl.load(target))
+
+
+def test_a_const_and_a_writable_pointer_do_not_merge():
+    message = _error_of(const_merge_kernel, "*fp32", "*fp32", "i32")
+    _points_at(message, "# merge")
+    assert "Mismatched type for target" in message
+
+
+@triton.jit
+def const_read_kernel(in_ptr: tl.const, out, n):
+    offs = tl.arange(0, 16)
+    tl.store(out + offs, tl.load(in_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def test_const_pointers_read_as_usual():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    const_read_kernel[(1,)](x, y, 10, interpret=True)
+    np.testing.assert_array_equal(y[:10], x[:10] * 2)
+
+
 # ---- libdevice -----------------------------------------------------------------------------------
 @triton.jit
 def libdevice_unknown_kernel(x_ptr):
