@@ -980,7 +980,23 @@ def _py_isinstance(gen, node, args, kwargs):
     return constexpr(isinstance(value if isinstance(value, tensor) else _unwrap(value), target))
 
 
+def _py_getattr(gen, node, args, kwargs):
+    """`getattr(obj, "name")` on compile-time objects (`getattr(tl, func)`), as `obj.name`."""
+    if len(args) not in (2, 3) or kwargs or not all(isinstance(a, constexpr) for a in args):
+        raise gen.error(node, "getattr in a kernel takes a compile-time object and a constant "
+                              "name")
+    obj, name = args[0].value, args[1].value
+    if not isinstance(name, str):
+        raise gen.error(node, f"getattr's name must be a string, got {name!r}")
+    if not hasattr(obj, name):
+        if len(args) == 3:
+            return args[2]
+        raise gen.error(node, f"{_const_text(args[0])} has no attribute '{name}'")
+    return gen.wrap_global(node, name, getattr(obj, name))
+
+
 PYTHON_BUILTINS = {
+    builtins.getattr: _py_getattr,
     builtins.min: _py_minmax(builtins.min, "minimum"),
     builtins.max: _py_minmax(builtins.max, "maximum"),
     builtins.abs: _py_abs,

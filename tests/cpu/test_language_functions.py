@@ -183,6 +183,21 @@ def test_propagate_nan_takes_the_enum_only():
     _points_at(_error_of(clamp_bad_kernel, "*fp32"), "# bad nan")
 
 
+@triton.jit
+def getattr_kernel(a_ptr, b_ptr, out_ptr, FUNC: tl.constexpr, NAN: tl.constexpr):
+    fn = getattr(tl, FUNC)
+    tl.store(out_ptr, fn(tl.load(a_ptr), tl.load(b_ptr),
+                         propagate_nan=getattr(tl.PropagateNan, NAN)))
+
+
+@pytest.mark.parametrize("nan, expected", [("NONE", 2.0), ("ALL", "nan")])
+def test_getattr_picks_functions_and_enum_members_at_compile_time(nan, expected):
+    out = np.zeros(1, np.float32)
+    getattr_kernel[(1,)](np.array([np.nan], np.float32), np.array([2.0], np.float32), out,
+                         FUNC="maximum", NAN=nan, interpret=True)
+    assert np.isnan(out[0]) if expected == "nan" else out[0] == expected
+
+
 # ---- block pointers ------------------------------------------------------------------------------
 @triton.jit
 def block_ptr_mask_kernel(x_ptr, n):
