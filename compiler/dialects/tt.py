@@ -292,6 +292,53 @@ ElementwiseInlineAsmOp = define_op(
     pure=attr("pure", default=False), packed_element=attr("packed_element", default=1))
 
 
+def _verify_gather(op):
+    expect_operands(op, 2)
+    src, idx = op.operands[0].type, op.operands[1].type
+    out = op.results[0].type
+    axis = op.attributes["axis"].value
+    if not (isinstance(src, TensorType) and isinstance(idx, TensorType)) or src.rank != idx.rank:
+        raise VerificationError(op, f"source and indices must be tensors of one rank, got {src} "
+                                    f"and {idx}")
+    if not isinstance(idx.scalar, IntegerType):
+        raise VerificationError(op, f"indices must be integers, got {idx}")
+    if not 0 <= axis < src.rank:
+        raise VerificationError(op, f"axis {axis} is out of range for rank {src.rank}")
+    if any(a != b for d, (a, b) in enumerate(zip(src.shape, idx.shape)) if d != axis):
+        raise VerificationError(op, f"indices {idx.shape} must match the source {src.shape} on "
+                                    f"every dim but {axis}")
+    if shape_of(out) != shape_of(idx) or out.scalar != src.scalar:
+        raise VerificationError(op, f"result must have the indices' shape and the source's "
+                                    f"element type, got {out}")
+
+
+GatherOp = define_op("GatherOp", "tt.gather", None, (Pure, SharedMemoryScratch, LayoutBarrier),
+                     _verify_gather,
+                     "out[i][j] = src[indices[i][j]][j] (for axis 0): the source through shared "
+                     "memory, read back at the indices (Triton's tl.gather).",
+                     src=operand(0), indices=operand(1), axis=attr("axis"))
+
+
+def _verify_histogram(op):
+    if len(op.operands) not in (1, 2):
+        raise VerificationError(op, f"takes the values and an optional mask, got "
+                                    f"{len(op.operands)} operands")
+    src, out = op.operands[0].type, op.results[0].type
+    if not (isinstance(src, TensorType) and src.rank == 1 and isinstance(src.scalar, IntegerType)):
+        raise VerificationError(op, f"needs a 1-D integer tensor, got {src}")
+    if len(op.operands) == 2 and shape_of(op.operands[1].type) != shape_of(src):
+        raise VerificationError(op, "the mask must have the values' shape")
+    if not (isinstance(out, TensorType) and out.rank == 1 and out.scalar == IntegerType(32)):
+        raise VerificationError(op, f"result must be a 1-D i32 tensor (the bins), got {out}")
+
+
+HistogramOp = define_op("HistogramOp", "tt.histogram", None,
+                        (Pure, SharedMemoryScratch, LayoutBarrier), _verify_histogram,
+                        "Counts of the values in bins [0, 1), [1, 2), ... (as many as the "
+                        "result has); masked-off lanes and values outside are not counted.",
+                        src=operand(0), mask=optional_operand(1))
+
+
 # ---- pointers and memory ----------------------------------------------------------------------
 def _verify_addptr(op):
     ptr, offset = op.operands

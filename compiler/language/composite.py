@@ -1,5 +1,5 @@
 """Functions Triton's library builds from other ops: join, split, interleave, cat, flip, sort,
-topk, histogram, gather, and debug_barrier.
+topk, and the entry points of the ops histogram, gather, inline asm and debug_barrier.
 
 Each is written here with the semantic layer's existing ops (expand_dims, broadcast, select,
 reshape, trans, reductions), so it lowers on every layout those lower on and needs no code of
@@ -17,8 +17,9 @@ its own in the interpreter or the backend:
   [outer, 2, inner], takes the two halves apart (the reduction `split` uses, exact for every
   value) and xor-swaps the bits where they are out of order. `topk` sorts descending and keeps
   the first k along the last dim (the reduction keeping the left element).
-- `histogram` and `gather` compare against every bin / source position along a new dim and
-  reduce it (a sum of hits; a pick of the one matching value).
+- `histogram` and `gather` are ops of their own (tt.histogram, tt.gather, through shared
+  memory in codegen/lower_gather.py): comparisons against every bin or source position along a
+  new dim would be exact too, but do not scale past small tensors.
 """
 from __future__ import annotations
 
@@ -234,15 +235,11 @@ def histogram(_sem, input, num_bins, mask=None) -> tensor:
         raise SemanticError(f"tl.histogram needs a 1-D integer tensor, got {x.type}")
     if not isinstance(bins, int) or bins <= 0 or bins & (bins - 1):
         raise SemanticError(f"tl.histogram's num_bins must be a power of two, got {bins!r}")
-    shape = (x.shape[0], bins)
-    values = _sem.broadcast_to(_sem.expand_dims(x, 1), shape)
-    index = _sem.cast(_index_along(_sem, bins, 1, 2), x.dtype)
-    hit = _sem.compare("eq", values, _sem.broadcast_to(index, shape))
+    from compiler.dialects import tt
+    operands = [x]
     if mask is not None:
-        m = _sem.cast(_sem.broadcast_to(_sem.to_tensor(mask), x.shape), core.int1)
-        hit = _sem.and_(hit, _sem.broadcast_to(_sem.expand_dims(m, 1), shape))
-    counts = _sem.cast(hit, core.int32)
-    return _sem.reduce([counts], 0, lambda args: [_sem.add(args[0], args[1])])[0]
+        operands.append(_sem.cast(_sem.broadcast_to(_sem.to_tensor(mask), x.shape), core.int1))
+    return _sem._new(tt.HistogramOp, operands, core.block_type(core.int32, (bins,)))
 
 
 @builtin
@@ -264,21 +261,10 @@ def gather(_sem, src, index, axis) -> tensor:
         if d != ax and src.shape[d] != index.shape[d]:
             raise SemanticError(f"tl.gather's index must match the source on every dim but "
                                 f"axis {ax}: {list(index.shape)} vs {list(src.shape)}")
-    n = src.shape[ax]
-    # Candidates along a new last dim: out[..., k] = src with dim `ax` moved last and index k.
-    moved = _sem.trans(src, [d for d in range(rank) if d != ax] + [ax]) if ax != rank - 1 \
-        else src
-    shape = tuple(index.shape) + (n,)
-    candidates = _sem.broadcast_to(_sem.expand_dims(moved, ax), shape)
-    wanted = _sem.broadcast_to(_sem.expand_dims(index, rank), shape)
-    k = _sem.cast(_index_along(_sem, n, rank, rank + 1), index.dtype)
-    hit = _sem.compare("eq", wanted, _sem.broadcast_to(k, shape))
-
-    def pick(args):
-        """Keep the candidate whose index matched (exactly one does for a valid index)."""
-        v1, h1, v2, h2 = args
-        return [_sem.where(h2, v2, v1), _sem.or_(h1, h2)]
-    return _sem.reduce([candidates, hit], rank, pick)[0]
+    from compiler.dialects import tt
+    from compiler.ir.attributes import int_attr
+    return _sem._new(tt.GatherOp, [src, index], core.block_type(src.dtype, index.shape),
+                     {"axis": int_attr(ax)})
 
 
 @builtin

@@ -155,6 +155,45 @@ def test_join_of_two_scalars_is_a_pair():
     assert out.tolist() == [3, 4]
 
 
+@triton.jit
+def histogram_kernel(x_ptr, out_ptr, n, N: tl.constexpr, BINS: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS, mask=offs < n))
+
+
+def test_histogram_ignores_masked_lanes_and_values_outside_the_bins():
+    x = np.random.default_rng(3).integers(-20, 150, 1024).astype(np.int32)
+    out = np.zeros(128, np.int32)
+    histogram_kernel[(1,)](x, out, 1000, N=1024, BINS=128, interpret=True)
+    kept = x[:1000]
+    np.testing.assert_array_equal(out, np.bincount(kept[(kept >= 0) & (kept < 128)],
+                                                   minlength=128))
+
+
+@needs_ptxas
+def test_histogram_and_gather_use_shared_memory_not_one_hot_tensors():
+    compiled = histogram_kernel.warmup("*i32", "*i32", "i32", N=1024, BINS=128, grid=(1,))
+    ptx = compiled.asm["ptx"]
+    assert "atom.shared.add" in ptx and compiled.trace.cubin_info["spill_stores"] == 0
+    assert compiled.trace.cubin_info["registers"] < 64
+
+
+@triton.jit
+def gather_oob_kernel(x_ptr, i_ptr, out_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(out_ptr + offs, tl.gather(tl.load(x_ptr + offs), tl.load(i_ptr + offs), 0))  # gather
+
+
+def test_a_gather_index_out_of_range_is_an_interpreter_error():
+    x = np.zeros(16, np.float32)
+    index = np.arange(16, dtype=np.int32)
+    index[5] = 16
+    with pytest.raises(InterpreterError) as info:
+        gather_oob_kernel[(1,)](x, index, x.copy(), interpret=True)
+    assert "out of range" in str(info.value) and "# gather" in str(info.value)
+
+
 # ---- casts, clamp --------------------------------------------------------------------------------
 @triton.jit
 def rtz_kernel(x_ptr, out_ptr, DST: tl.constexpr, ROUND: tl.constexpr):
