@@ -636,7 +636,14 @@ class CodeGenerator(ast.NodeVisitor):
             return self.tensor_attribute(node, base, attr)
         if isinstance(base, tuple):
             raise self.error(node, f"tuples have no attribute '{attr}' in kernels")
+        if isinstance(base, tl.aggregate):
+            return self.aggregate_attribute(node, base, attr)
         obj = base.value
+        if is_python_number(base) and not hasattr(obj, attr) and \
+                (attr == "dtype" or attr in standard.TENSOR_METHODS):
+            # a number used as a value (`acc = 0; acc.to(tl.int64)`): its literal dtype
+            with self.builder.location(self.loc(node)):
+                return self.tensor_attribute(node, self.sem.to_tensor(base), attr)
         if not hasattr(obj, attr):
             if isinstance(obj, types.ModuleType):
                 short = "tl" if obj.__name__ == "compiler.language" else obj.__name__
@@ -660,6 +667,18 @@ class CodeGenerator(ast.NodeVisitor):
         if attr in standard.TENSOR_METHODS:
             return BoundMethod(standard.TENSOR_METHODS[attr], t)
         raise self.error(node, f"tensors have no attribute or method '{attr}'")
+
+    def aggregate_attribute(self, node, value, attr: str):
+        """A block pointer's or tensor descriptor's field (dtype, shape, block_shape) or
+        method (`desc.load`), by the names its class lists."""
+        methods = getattr(type(value), "METHODS", {})
+        if attr in methods:
+            return BoundMethod(methods[attr](), value)
+        if attr in getattr(type(value), "ATTRIBUTES", ()):
+            field = getattr(value, attr)
+            return tuple(constexpr(v) for v in field) if isinstance(field, tuple) \
+                else constexpr(field)
+        raise self.error(node, f"{value!r} has no attribute '{attr}'")
 
     def visit_Subscript(self, node):
         """`x[:, None]` on tensors; constant indexing of tuples and constexprs."""

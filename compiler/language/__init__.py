@@ -4,7 +4,7 @@ Values inside a kernel are `tensor`s and `constexpr`s; the functions here are bu
 the front end (`compiler.frontend`) implements while compiling a `@jit` function.
 """
 from . import math  # noqa: F401
-from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin, const, constexpr, dtype,  # noqa: F401
+from .core import (NotInKernelError, PropagateNan, bfloat16, tensor_descriptor, block_type, builtin, const, constexpr, dtype,  # noqa: F401
                    float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401
@@ -16,7 +16,8 @@ from .standard import (  # noqa: F401
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
     sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
     zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast)
-from .block_pointers import advance, make_block_ptr  # noqa: F401,E402
+from .block_pointers import (advance, load_tensor_descriptor, make_block_ptr,  # noqa: F401,E402
+                             make_tensor_descriptor, store_tensor_descriptor)
 from .composite import (cat, debug_barrier, flip, gather, histogram, inline_asm_elementwise,  # noqa: F401,E402,E501
                         interleave, join, sort, split, topk)
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)

@@ -1,5 +1,6 @@
-"""Block pointers: `tl.make_block_ptr`, `tl.advance`, and what `tl.load` / `tl.store` do with
-one (`boundary_check`, `padding_option`).
+"""Block pointers (`tl.make_block_ptr`, `tl.advance`, and what `tl.load` / `tl.store` do with
+one: `boundary_check`, `padding_option`) and device-side tensor descriptors
+(`tl.make_tensor_descriptor`, `desc.load` / `desc.store`, which check every dim).
 
 A block pointer is a front-end value (`core.block_pointer`) holding runtime scalars: the base
 pointer, the tensor's shape and strides (int64) and the window's offsets (int32), with the
@@ -14,7 +15,7 @@ from __future__ import annotations
 from compiler.frontend.errors import SemanticError
 
 from . import core
-from .core import block_pointer, builtin, constexpr, tensor
+from .core import block_pointer, builtin, constexpr, tensor, tensor_descriptor
 from .standard import _const, arange
 
 PADDINGS = ("zero", "nan")
@@ -146,3 +147,58 @@ def store(_sem, bp: block_pointer, value, mask, boundary_check) -> None:
         raise SemanticError("tl.store through a block pointer takes no mask; use boundary_check")
     ptr, in_bounds = access(_sem, bp, boundary_check)
     _sem.store(ptr, value, in_bounds)
+
+
+# ---- tensor descriptors ---------------------------------------------------------------------------
+@builtin
+def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of the `shape`d tensor at `base` (element `strides`, the last one 1) for
+    loads and stores of `block_shape` blocks; out-of-bounds reads give zeros (or NaNs)."""
+    base = _sem.to_tensor(base)
+    if base.is_block() or not base.dtype.is_ptr():
+        raise SemanticError(f"tl.make_tensor_descriptor needs a scalar pointer base, got "
+                            f"{base.type}")
+    blocks = _static_ints(block_shape, "block_shape")
+    shape_t = _scalars(_sem, shape, core.int32, "shape")
+    strides_t = _scalars(_sem, strides, core.int64, "strides")
+    if len(shape_t) != len(blocks) or len(strides_t) != len(blocks):
+        raise SemanticError(f"tl.make_tensor_descriptor's shape and strides need "
+                            f"{len(blocks)} entries, as block_shape has")
+    last = _const(strides, "strides")
+    last = _const(last[-1], "strides") if isinstance(last, (tuple, list)) else None
+    if isinstance(last, int) and last != 1:
+        raise SemanticError(f"tl.make_tensor_descriptor needs the last stride to be 1, got {last}")
+    padding = _const(padding_option, "padding_option")
+    if padding not in PADDINGS:
+        raise SemanticError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
+    for b in blocks:
+        if b <= 0 or b & (b - 1):
+            raise SemanticError(f"tl.make_tensor_descriptor's block_shape entries must be "
+                                f"powers of two, got {list(blocks)}")
+    return tensor_descriptor(base, shape_t, strides_t, blocks, padding)
+
+
+def _window(_sem, desc, offsets) -> block_pointer:
+    if not isinstance(desc, tensor_descriptor):
+        raise SemanticError("expected a tensor descriptor (from tl.make_tensor_descriptor)")
+    rank = len(desc.block_shape)
+    offs = _scalars(_sem, offsets, core.int32, "offsets")
+    if len(offs) != rank:
+        raise SemanticError(f"a rank-{rank} tensor descriptor takes {rank} offsets, got "
+                            f"{len(offs)}")
+    return block_pointer(desc.base, [_sem.cast(s, core.int64) for s in desc.shape],
+                         desc.strides, offs, desc.block_shape, tuple(reversed(range(rank))))
+
+
+@builtin
+def load_tensor_descriptor(_sem, desc, offsets) -> tensor:
+    """The `block_shape` block at `offsets` (out-of-bounds elements padded)."""
+    window = _window(_sem, desc, offsets)
+    return load(_sem, window, None, None, tuple(range(len(desc.block_shape))), desc.padding)
+
+
+@builtin
+def store_tensor_descriptor(_sem, desc, offsets, value) -> None:
+    """Store a `block_shape` block at `offsets` (out-of-bounds elements are not written)."""
+    window = _window(_sem, desc, offsets)
+    store(_sem, window, value, None, tuple(range(len(desc.block_shape))))

@@ -321,6 +321,8 @@ class block_pointer(aggregate):
     a `shape`d tensor at `base` with `strides`; `order` lists the dims fastest first. Shape and
     strides are int64 scalars, offsets int32 scalars (as Triton casts them)."""
 
+    ATTRIBUTES = ("block_shape", "order")
+
     def __init__(self, base: tensor, shape: list, strides: list, offsets: list,
                  block_shape: tuple, order: tuple):
         self.base = base
@@ -357,6 +359,59 @@ class block_pointer(aggregate):
 
     def __repr__(self) -> str:
         return f"block_pointer({self.element_ty}, block_shape={list(self.block_shape)})"
+
+
+def _descriptor_method(name: str):
+    """A getter of a tensor-descriptor method's builtin (imported when first used: the
+    builtins are defined after this module)."""
+    def get():
+        from . import block_pointers
+        return getattr(block_pointers, name)
+    return get
+
+
+class tensor_descriptor(aggregate):
+    """A device-side tensor descriptor (`tl.make_tensor_descriptor`): a `shape`d tensor at
+    `base` with `strides`, read and written in `block_shape` blocks at offsets given to each
+    `desc.load(offsets)` / `desc.store(offsets, value)`; out-of-bounds elements read as zero
+    (or NaN with padding_option="nan") and are not written."""
+
+    ATTRIBUTES = ("block_shape", "padding")
+
+    def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
+                 padding: str = "zero"):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.block_shape = tuple(block_shape)
+        self.padding = padding
+
+    @property
+    def dtype(self) -> dtype:
+        """The element dtype."""
+        return self.base.dtype.element_ty
+
+    def fields(self) -> list:
+        """The base, shape and strides."""
+        return [self.base] + self.shape + self.strides
+
+    def with_fields(self, fields: list) -> "tensor_descriptor":
+        """The same descriptor over new runtime values."""
+        rank = len(self.block_shape)
+        return tensor_descriptor(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
+                                 self.block_shape, self.padding)
+
+    def same_structure(self, other) -> bool:
+        """Same block shape, padding and pointee."""
+        return isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape \
+            and other.padding == self.padding and other.base.type == self.base.type
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor({self.dtype}, block_shape={list(self.block_shape)})"
+
+
+tensor_descriptor.METHODS = {"load": _descriptor_method("load_tensor_descriptor"),
+                             "store": _descriptor_method("store_tensor_descriptor")}
 
 
 # ---- builtins ---------------------------------------------------------------------------------

@@ -279,6 +279,39 @@ def test_while_loops_carry_block_pointers():
     assert (x == 7).all()
 
 
+@triton.jit
+def descriptor_attributes_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, [n], [1], [BLOCK], padding_option="nan")
+    tl.static_assert(desc.block_shape == [BLOCK])
+    block = desc.load([0])
+    tl.store(x_ptr + n + tl.arange(0, BLOCK), block)
+
+
+def test_tensor_descriptors_pad_out_of_bounds_reads():
+    x = np.zeros(24, np.float32)
+    x[:8] = np.arange(8)
+    descriptor_attributes_kernel[(1,)](x, 8, BLOCK=16, interpret=True)
+    np.testing.assert_array_equal(x[8:16], np.arange(8))
+    assert np.isnan(x[16:24]).all()
+
+
+@triton.jit
+def number_methods_kernel(out_ptr):
+    acc = 0
+    acc = acc.to(tl.int64)
+    for i in range(0, 10):
+        acc += i
+    tl.store(out_ptr, acc)
+    one = 1
+    tl.store(out_ptr + 1, tl.full([1], one, dtype=one.dtype).to(tl.int64).sum())
+
+
+def test_numbers_take_tensor_methods_as_values_of_their_literal_dtype():
+    out = np.zeros(2, np.int64)
+    number_methods_kernel[(1,)](out, interpret=True)
+    assert out.tolist() == [45, 1]
+
+
 # ---- inline asm ----------------------------------------------------------------------------------
 @triton.jit
 def inline_asm_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):

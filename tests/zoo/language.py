@@ -403,6 +403,23 @@ def _make_block_ptr_pad(rng):
                 {"BLOCK": 64}, {"num_warps": 2})
 
 
+@triton.jit
+def tensor_descriptor_kernel(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1],
+                                    block_shape=[BLOCK_M, BLOCK_N])
+    dst = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    row = tl.program_id(0) * BLOCK_M
+    for col in range(0, N, BLOCK_N):
+        dst.store([row, col], src.load([row, col]) * 2 + 1)
+
+
+def _make_tensor_descriptor(rng):
+    m, n = awkward(rng, 20, 100, 16), awkward(rng, 20, 100, 32)
+    x = normal(rng, (m, n))
+    return Case([x, np.zeros_like(x), m, n], (triton.cdiv(m, 16),), {1: x * 2 + 1},
+                {"BLOCK_M": 16, "BLOCK_N": 32}, {"num_warps": 4})
+
+
 BLOCK_DOT = Tolerance(1e-4, 1e-3, "fp32 accumulation of up to 80 products in another order")
 
 
@@ -444,6 +461,7 @@ ENTRIES = [
     ZooKernel("block_ptr_matmul", block_ptr_matmul_kernel, _make_block_ptr_matmul, BLOCK_DOT,
               BLOCK_DOT),
     ZooKernel("block_ptr_nan_padding", block_ptr_pad_kernel, _make_block_ptr_pad),
+    ZooKernel("tensor_descriptor_load_store", tensor_descriptor_kernel, _make_tensor_descriptor),
     ZooKernel("dot_3d_batched", batched_dot_kernel, _make_batched_dot, BLOCK_DOT, BLOCK_DOT),
     ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
 ]
