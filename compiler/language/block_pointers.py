@@ -153,7 +153,8 @@ def store(_sem, bp: block_pointer, value, mask, boundary_check) -> None:
 @builtin
 def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of the `shape`d tensor at `base` (element `strides`, the last one 1) for
-    loads and stores of `block_shape` blocks; out-of-bounds reads give zeros (or NaNs)."""
+    loads and stores of `block_shape` blocks (rows of at least 16 bytes, as TMA needs);
+    out-of-bounds reads give zeros (or NaNs)."""
     base = _sem.to_tensor(base)
     if base.is_block() or not base.dtype.is_ptr():
         raise SemanticError(f"tl.make_tensor_descriptor needs a scalar pointer base, got "
@@ -175,6 +176,11 @@ def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_opti
         if b <= 0 or b & (b - 1):
             raise SemanticError(f"tl.make_tensor_descriptor's block_shape entries must be "
                                 f"powers of two, got {list(blocks)}")
+    row_bytes = blocks[-1] * base.dtype.element_ty.primitive_bitwidth // 8
+    if row_bytes < 16:
+        raise SemanticError(f"Descriptor block shape must have at least 16 bytes in the last "
+                            f"dimension, but got {blocks[-1]} * "
+                            f"{base.dtype.element_ty.primitive_bitwidth // 8} = {row_bytes} bytes")
     return tensor_descriptor(base, shape_t, strides_t, blocks, padding)
 
 
