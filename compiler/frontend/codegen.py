@@ -171,6 +171,14 @@ class CodeGenerator(ast.NodeVisitor):
             if isinstance(kind, constexpr):
                 self.scope[pname] = kind
                 continue
+            if isinstance(kind, tl.aggregate):      # a block pointer: one argument per field
+                fields = []
+                for i, field in enumerate(kind.fields()):
+                    arg = block.add_argument(field.type.to_ir(), NameLoc(pname, func_loc))
+                    arg.name_hint = f"{pname}_{i}"
+                    fields.append(tensor(arg, field.type))
+                self.scope[pname] = kind.with_fields(fields)
+                continue
             arg = block.add_argument(kind.to_ir(), NameLoc(pname, func_loc))
             arg.attributes = dict(arg_attrs.get(pname, {}))
             self.scope[pname] = tensor(arg, kind)
@@ -202,6 +210,9 @@ class CodeGenerator(ast.NodeVisitor):
         values = list(value) if isinstance(value, tuple) else [value]
         out = []
         for v in values:
+            if isinstance(v, tl.aggregate):
+                raise self.error(self.return_node, f"returning {v!r} from a @jit function is "
+                                                   "not supported; return tensors")
             with self.builder.location(self.src.location(self.return_node)):
                 try:
                     out.append(self.sem.to_tensor(v))
@@ -923,6 +934,12 @@ class CodeGenerator(ast.NodeVisitor):
             elif isinstance(value, tuple):
                 raise self.error(node, f"passing a tuple to @jit function {fn.__name__} is not "
                                        "supported")
+            elif isinstance(value, tl.aggregate):
+                params.append((pname, value))
+                operands.extend(value.fields())
+                key_parts.append("A" + "_".join([type(value).__name__] + [
+                    _type_key(f.type) for f in value.fields()] + [
+                    str(getattr(value, a)) for a in getattr(type(value), "ATTRIBUTES", ())]))
             else:
                 value = value if isinstance(value, constexpr) else constexpr(value)
                 params.append((pname, value))

@@ -312,6 +312,40 @@ def test_numbers_take_tensor_methods_as_values_of_their_literal_dtype():
     assert out.tolist() == [45, 1]
 
 
+@triton.jit
+def _accumulate_blocks(acc, a_block, b_block, K, BLOCK_K: tl.constexpr):
+    for _ in range(0, K, BLOCK_K):
+        acc += tl.dot(tl.load(a_block, boundary_check=(0, 1)),
+                      tl.load(b_block, boundary_check=(0, 1)), input_precision="ieee")
+        a_block = tl.advance(a_block, (0, BLOCK_K))
+        b_block = tl.advance(b_block, (BLOCK_K, 0))
+    return acc
+
+
+@triton.jit
+def block_ptr_helper_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    a_block = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (pid_m * BLOCK, 0), (BLOCK, BLOCK), (1, 0))
+    b_block = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, pid_n * BLOCK), (BLOCK, BLOCK), (1, 0))
+    acc = _accumulate_blocks(tl.zeros((BLOCK, BLOCK), tl.float32), a_block, b_block, K, BLOCK)
+    c_block = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (pid_m * BLOCK, pid_n * BLOCK),
+                                (BLOCK, BLOCK), (1, 0))
+    tl.store(c_block, acc, boundary_check=(0, 1))
+
+
+def test_block_pointers_pass_to_jit_helpers_as_their_fields():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((40, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 50)).astype(np.float32)
+    c = np.zeros((40, 50), np.float32)
+    block_ptr_helper_kernel[(2, 2)](a, b, c, 40, 50, 70, BLOCK=32, interpret=True)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    ttir = generate_ttir(block_ptr_helper_kernel, dict.fromkeys(
+        ["a_ptr", "b_ptr", "c_ptr"], "*fp32") | dict.fromkeys(["M", "N", "K"], "i32"),
+        {"BLOCK": 32})
+    assert "tt.call @_accumulate_blocks" in str(ttir)
+
+
 # ---- inline asm ----------------------------------------------------------------------------------
 @triton.jit
 def inline_asm_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
