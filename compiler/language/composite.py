@@ -13,10 +13,10 @@ its own in the interpreter or the backend:
 - `interleave`, `cat` are join followed by a reshape (cat moves the new dim to the front).
 - `flip` reverses a power-of-two dim the way Triton does: view it as [2, 2, ...] and swap each
   pair with an xor of the integer bits.
-- `sort` is Triton's bitonic network on the last dim: each compare-and-swap views the tensor as
-  [outer, 2, inner], takes the two halves apart (the reduction `split` uses, exact for every
-  value) and xor-swaps the bits where they are out of order. `topk` sorts descending and keeps
-  the first k along the last dim (the reduction keeping the left element).
+- `sort` is a bitonic network on the last dim, as Triton's: each compare-and-swap step meets
+  every element with its partner through one tt.gather (Triton reshapes to [outer, 2, inner]
+  instead, which here costs several layout exchanges a step). `topk` sorts and keeps the first
+  k along the last dim (the reduction keeping the left element).
 - `histogram` and `gather` are ops of their own (tt.histogram, tt.gather, through shared
   memory in codegen/lower_gather.py): comparisons against every bin or source position along a
   new dim would be exact too, but do not scale past small tensors.
@@ -134,47 +134,6 @@ def flip(_sem, x, dim=None) -> tensor:
     return _sem.cast(y, x.dtype, bitcast=True) if x.dtype != idtype else y
 
 
-def _halves(_sem, y: tensor, axis: int):
-    """The two entries of `y` along its size-2 `axis`, each broadcast back to `y`'s shape."""
-    first, second = _sem.reduce([y, y], axis, lambda args: [args[0], args[3]], keep_dims=True)
-    return _sem.broadcast_to(first, y.shape), _sem.broadcast_to(second, y.shape)
-
-
-def _compare_and_swap(_sem, x: tensor, flip, level: int, log_n: int) -> tensor:
-    """One bitonic step on the last dim: elements 2**(log_n - level - 1) apart are put in
-    order (ascending, or descending where `flip` is true), by xor-swapping their bits."""
-    outer = x.numel >> log_n
-    shape = (outer << level, 2, 1 << (log_n - level - 1))
-    y = _sem.reshape(x, shape)
-    left, right = (_sem.reshape(h, x.shape) for h in _halves(_sem, y, 1))
-    bits = x.dtype.primitive_bitwidth
-    idtype = core.int1 if bits == 1 else core.DTYPES_BY_NAME[f"int{bits}"]
-    as_int = (lambda t: t) if x.dtype == idtype else \
-        (lambda t: _sem.cast(t, idtype, bitcast=True))
-    swap = _sem.compare("gt", left, right)
-    if flip is not False:
-        swap = _sem.xor_(swap, flip)
-    delta = _sem.where(swap, _sem.xor_(as_int(left), as_int(right)),
-                       _sem.constant(0, idtype, x.shape))
-    out = _sem.xor_(as_int(x), delta)
-    return out if x.dtype == idtype else _sem.cast(out, x.dtype, bitcast=True)
-
-
-def _bitonic_merge(_sem, x: tensor, stage: int, order, log_n: int) -> tensor:
-    """`stage` compare-and-swap rounds; `order` is "alternate" (sub-sequences of 2**stage in
-    alternating directions, building bitonic sequences) or a bool (descending)."""
-    if order == "alternate":
-        outer = x.numel >> log_n
-        shape = (outer << (log_n - 1 - stage), 2, 1 << stage)
-        direction = _sem.compare("eq", _index_along(_sem, 2, 1, 3), constexpr(1))
-        flip = _sem.reshape(_sem.broadcast_to(direction, shape), x.shape)
-    else:
-        flip = bool(order)
-    for i in range(stage):
-        x = _compare_and_swap(_sem, x, flip, i + (log_n - stage), log_n)
-    return x
-
-
 def _minor_dim_size(x: tensor, dim, what: str) -> int:
     rank = len(x.shape)
     axis = _axis(dim)
@@ -188,10 +147,29 @@ def _minor_dim_size(x: tensor, dim, what: str) -> int:
 
 
 def sort_tensor(_sem, x: tensor, descending: bool) -> tensor:
-    """A bitonic sort of `x` along its last dim."""
-    log_n = _minor_dim_size(x, None, "tl.sort").bit_length() - 1
-    for stage in range(1, log_n + 1):
-        x = _bitonic_merge(_sem, x, stage, "alternate" if stage < log_n else descending, log_n)
+    """A bitonic sort of `x` along its last dim: for sequence sizes k = 2, 4, .., n and
+    distances j = k/2, .., 1, every element meets its partner at position p ^ j (one gather
+    through shared memory) and keeps the smaller or the larger of the two, by whether it is
+    the lower of the pair and the direction of its sequence ((p & k) == 0, flipped when
+    descending). Ties and NaNs keep their own value, so no value is lost or duplicated."""
+    n = _minor_dim_size(x, None, "tl.sort")
+    rank = len(x.shape)
+    pos = _sem.broadcast_to(_index_along(_sem, n, rank - 1, rank), x.shape)
+    k = 2
+    while k <= n:
+        ascending = _sem.compare("eq", _sem.and_(pos, constexpr(k)), constexpr(0))
+        if descending:
+            ascending = _sem.logical_not(ascending)
+        j = k // 2
+        while j >= 1:
+            partner = _gather(_sem, x, _sem.xor_(pos, constexpr(j)), rank - 1)
+            lower = _sem.compare("eq", _sem.and_(pos, constexpr(j)), constexpr(0))
+            keep_smaller = _sem.compare("eq", lower, ascending)
+            take = _sem.where(keep_smaller, _sem.compare("lt", partner, x),
+                              _sem.compare("gt", partner, x))
+            x = _sem.where(take, partner, x)
+            j //= 2
+        k *= 2
     return x
 
 
@@ -261,10 +239,15 @@ def gather(_sem, src, index, axis) -> tensor:
         if d != ax and src.shape[d] != index.shape[d]:
             raise SemanticError(f"tl.gather's index must match the source on every dim but "
                                 f"axis {ax}: {list(index.shape)} vs {list(src.shape)}")
+    return _gather(_sem, src, index, ax)
+
+
+def _gather(_sem, src: tensor, index: tensor, axis: int) -> tensor:
+    """tt.gather of `src` at `index` along `axis` (already checked)."""
     from compiler.dialects import tt
     from compiler.ir.attributes import int_attr
     return _sem._new(tt.GatherOp, [src, index], core.block_type(src.dtype, index.shape),
-                     {"axis": int_attr(ax)})
+                     {"axis": int_attr(axis)})
 
 
 @builtin
