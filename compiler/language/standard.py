@@ -656,9 +656,10 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     if a.dtype != b.dtype:
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
-    if any(d < 16 for d in mk + kn):
-        raise SemanticError(f"tl.dot needs every matrix dimension >= 16, got {list(a.shape)} x "
-                            f"{list(b.shape)}")
+    min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
+    if mk[1] < min_k:
+        raise SemanticError(f"tl.dot needs K >= {min_k} for {a.dtype} operands, got "
+                            f"{list(a.shape)} x {list(b.shape)}")
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")

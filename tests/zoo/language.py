@@ -445,6 +445,14 @@ def _make_batched_dot(rng):
                 {"B": nb, "M": m, "N": n, "K": k}, {"num_warps": 4})
 
 
+def _make_small_batched_dot(rng):
+    nb, m, n, k = 4, 8, 2, 32                # M and N below 16 (K >= 16, as Triton needs)
+    a, b = normal(rng, (nb, m, k)), normal(rng, (nb, k, n))
+    return Case([a, b, np.zeros((nb, m, n), np.float32)], (1,),
+                {2: np.matmul(a.astype(np.float64), b).astype(np.float32)},
+                {"B": nb, "M": m, "N": n, "K": k}, {"num_warps": 2})
+
+
 #: This family's catalogue entries.
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
@@ -463,5 +471,7 @@ ENTRIES = [
     ZooKernel("block_ptr_nan_padding", block_ptr_pad_kernel, _make_block_ptr_pad),
     ZooKernel("tensor_descriptor_load_store", tensor_descriptor_kernel, _make_tensor_descriptor),
     ZooKernel("dot_3d_batched", batched_dot_kernel, _make_batched_dot, BLOCK_DOT, BLOCK_DOT),
+    ZooKernel("dot_3d_small_m_n", batched_dot_kernel, _make_small_batched_dot, BLOCK_DOT,
+              BLOCK_DOT),
     ZooKernel("libdevice_functions", libdevice_kernel, _make_libdevice, LIBDEVICE, LIBDEVICE),
 ]
