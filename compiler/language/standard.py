@@ -666,10 +666,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         precision = "ieee" if tf32 is False else "tf32"
     if precision not in ("tf32", "tf32x3", "ieee"):
         raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
-    if out_dtype is not None:
-        out = _dtype(out_dtype, "out_dtype")
-    else:
-        out = core.int32 if a.dtype.is_int() else core.float32
+    out = _dot_result_dtype(a.dtype, None if out_dtype is None else _dtype(out_dtype, "out_dtype"))
     shape = a.shape[:-1] + (b.shape[-1],)
     if acc is None:
         acc_t = _sem.constant(0, out, shape)
@@ -681,6 +678,22 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     if batched:
         return _batched_dot(_sem, a, b, acc_t, precision)
     return _dot2d(_sem, a, b, acc_t, precision)
+
+
+def _dot_result_dtype(operand: dtype, out_dtype):
+    """The accumulator dtype, as Triton picks it: int32 for integer operands and fp32 for
+    fp32 / bf16 ones whatever `out_dtype` says; fp16 operands accumulate in `out_dtype`
+    (fp16 or fp32, fp32 by default). A bf16 out_dtype is refused, as in Triton."""
+    if out_dtype is not None and out_dtype.is_bf16():
+        raise SemanticError("out_dtype=bfloat16 is unsupported; use out_dtype=float32 or "
+                            "float16 and cast the result with .to(tl.bfloat16)")
+    if operand.is_int():
+        return core.int32
+    if operand in (core.float32, core.bfloat16) or out_dtype is None:
+        return core.float32
+    if out_dtype not in (core.float16, core.float32):
+        raise SemanticError(f"tl.dot's out_dtype must be float16 or float32, got {out_dtype}")
+    return out_dtype
 
 
 def _dot2d(_sem, a, b, acc, precision: str) -> tensor:
