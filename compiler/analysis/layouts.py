@@ -77,6 +77,8 @@ def has_slot_model(layout) -> bool:
     their linear layout."""
     if is_mma_family(layout):
         return True
+    if isinstance(layout, SliceEncoding) and isinstance(layout.parent, DotOperandEncoding):
+        return False            # the slot model slices blocked parents only
     while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
         layout = layout.parent
     return isinstance(layout, BlockedEncoding)
