@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 
 from compiler.passes.manager import PassInstrumentation
 
@@ -55,6 +56,55 @@ def _set_async_exc(thread_id: int, exc_type) -> None:
                                                ctypes.py_object(exc_type) if exc_type else None)
 
 
+class _DeadlineMonitor:
+    """One daemon thread that fires callbacks at their deadlines, shared by every watchdog (a
+    thread per stage would cost more than the small stages it guards)."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._due: dict[int, tuple[float, object]] = {}
+        self._next_key = 0
+        self._thread: threading.Thread | None = None
+        self._wakes_at: float | None = None     # when the thread wakes next (None: when told)
+
+    def arm(self, limit_s: float, fire) -> int:
+        """Call `fire()` in `limit_s` seconds unless `disarm`ed first; returns the handle."""
+        with self._cv:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="tile-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            key = self._next_key
+            self._next_key += 1
+            when = time.monotonic() + limit_s
+            self._due[key] = (when, fire)
+            if self._wakes_at is None or when < self._wakes_at:
+                self._cv.notify()        # else it wakes in time anyway (no thread switch)
+            return key
+
+    def disarm(self, key: int) -> None:
+        """Forget the deadline `key` (its callback will not run)."""
+        with self._cv:
+            self._due.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                now = time.monotonic()
+                fired = [self._due.pop(k)[1] for k, (when, _) in list(self._due.items())
+                         if when <= now]
+                if not fired:
+                    self._wakes_at = min((when for when, _ in self._due.values()), default=None)
+                    self._cv.wait(None if self._wakes_at is None else self._wakes_at - now)
+                    self._wakes_at = None
+                    continue
+            for fire in fired:           # outside the lock: a callback takes its own lock
+                fire()
+
+
+_MONITOR = _DeadlineMonitor()
+
+
 class Watchdog:
     """Bound the `with` block (one stage) to `limit_s` seconds (None: unbounded)."""
 
@@ -65,7 +115,7 @@ class Watchdog:
         self.fired = False
         self._done = False
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._armed: int | None = None
         self._thread_id = 0
 
     def _fire(self) -> None:
@@ -79,17 +129,15 @@ class Watchdog:
         report_progress(self.stage)
         if self.limit_s is not None:
             self._thread_id = threading.get_ident()
-            self._timer = threading.Timer(self.limit_s, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            self._armed = _MONITOR.arm(self.limit_s, self._fire)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self._timer is None:
+        if self._armed is None:
             return False
         with self._lock:
             self._done = True
-            self._timer.cancel()
+            _MONITOR.disarm(self._armed)
             if self.fired:               # an interrupt not yet delivered must not leak out
                 _set_async_exc(self._thread_id, None)
         if self.fired:

@@ -19,8 +19,6 @@ def python_location(op: Operation):
     return op.loc.file_line_col()
 
 
-#: The named metadata this module adds (the compile unit and the debug-info version flags).
-DEBUG_NAMED_METADATA = ("llvm.dbg.cu", "llvm.module.flags")
 
 
 class DebugInfo:

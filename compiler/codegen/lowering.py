@@ -13,6 +13,8 @@ The LLVM IR is parsed and verified by LLVM before it is handed on, so a lowering
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -35,7 +37,7 @@ from compiler.watchdog import StageTimeout
 from . import vector_width as vw
 from .layout_check import layout_problem, shared_layout_problem
 from .lowering_errors import LoweringError, op_site
-from .debuginfo import DEBUG_NAMED_METADATA, DebugInfo, op_lines, python_location
+from .debuginfo import DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
 from .registry import lowering_for
@@ -316,7 +318,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     if not options.fp_fusion:
         _forbid_contraction(module)
     llvm_text = str(module)
-    check_llvm_ir(module, name)
+    check_llvm_ir(llvm_text, name)
     if options.optimize:
         from .optimize import optimize_llvm
         llvm_text = optimize_llvm(llvm_text)
@@ -332,15 +334,17 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
                          llvm_module=module)
 
 
-def check_llvm_ir(module: ir.Module, kernel: str) -> None:
-    """Have LLVM parse and verify the lowered module; a `LoweringError` (a lowering bug, e.g.
-    an intrinsic given the wrong type) when it does not, so malformed IR never reaches LLVM's
-    optimizer or code generator, whose failures abort the process. LLVM's parser verifies a
-    module with debug info itself and aborts when it is broken, so the module is checked
-    printed without its debug info (then `verify()` reports problems as exceptions)."""
+def check_llvm_ir(llvm_text: str, kernel: str) -> None:
+    """Have LLVM parse and verify the lowered module's text; a `LoweringError` (a lowering
+    bug, e.g. an intrinsic given the wrong type) when it does not, so malformed IR never reaches
+    LLVM's optimizer or code generator, whose failures abort the process. LLVM's parser verifies
+    a module with debug info itself and aborts when it is broken, so the check parses a copy of
+    the text without it (`without_debug_info`; the module is not printed twice) and `verify()`
+    reports problems as exceptions."""
     import llvmlite.binding as llvm
+    checked = without_debug_info(llvm_text)
     try:
-        llvm.parse_assembly(_text_without_debug_info(module)).verify()
+        llvm.parse_assembly(checked).verify()
     except RuntimeError as err:
         raise LoweringError(f"internal error: the lowering of {kernel} made LLVM IR that LLVM "
                             f"rejects: {str(err).strip()}. This is a compiler bug, not a problem "
@@ -348,31 +352,19 @@ def check_llvm_ir(module: ir.Module, kernel: str) -> None:
                             f"(TILE_KERNEL_DUMP=1 writes it)", internal=True) from None
 
 
-def _text_without_debug_info(module: ir.Module) -> str:
-    """The module's text without its debug locations, subprograms and debug module flags
-    (taken off while printing, then put back)."""
-    taken = []
-    for function in module.functions:
-        for holder in [function, *(i for b in function.blocks for i in b.instructions)]:
-            if "dbg" in holder.metadata:
-                taken.append((holder, holder.metadata.pop("dbg")))
-                _forget_text(holder)
-    named = {name: module.namedmetadata.pop(name) for name in DEBUG_NAMED_METADATA
-             if name in module.namedmetadata}
-    try:
-        return str(module)
-    finally:
-        for holder, value in taken:
-            holder.metadata["dbg"] = value
-            _forget_text(holder)
-        module.namedmetadata.update(named)
+#: Debug-info attachments (`, !dbg !7` after an instruction, ` !dbg !5` on a `define`) and the
+#: named metadata that roots debug info (the compile unit, the module flags with its version).
+_DBG_ATTACHMENT = re.compile(r",? !dbg !\d+")
+_DEBUG_ROOTS = ("!llvm.dbg.cu ", "!llvm.module.flags ")
 
 
-def _forget_text(value) -> None:
-    """Drop llvmlite's cached text of an instruction (it caches `str()` per value)."""
-    clear = getattr(value, "_clear_string_cache", None)
-    if clear is not None:
-        clear()
+def without_debug_info(llvm_text: str) -> str:
+    """The lowered module's text with its debug-info attachments and roots taken out (the
+    metadata nodes stay, unreferenced): what LLVM parses without verifying debug info. Only our
+    own lowering's output, whose debug metadata is all of this shape, is given to it."""
+    lines = [line for line in _DBG_ATTACHMENT.sub("", llvm_text).splitlines()
+             if not line.startswith(_DEBUG_ROOTS)]
+    return "\n".join(lines) + "\n"
 
 
 def _forbid_contraction(module: ir.Module) -> None:

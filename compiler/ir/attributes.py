@@ -1,6 +1,8 @@
 """IR attributes: the compile-time constants attached to operations, printed as MLIR prints them."""
 from __future__ import annotations
 
+import re
+
 import math
 import struct
 from dataclasses import dataclass
@@ -88,8 +90,14 @@ class StringAttr(Attribute):
         return f'"{escape_string(self.value)}"'
 
 
+#: Text that needs no escape: no backslash, quote or control character (tab is kept as is).
+_PLAIN_STRING = re.compile(r'[^\\"\x00-\x08\x0a-\x1f\x7f]*')
+
+
 def escape_string(text: str) -> str:
     """MLIR's string escapes: `\\\\`, `\\"`, `\\n`, and `\\XX` for other control characters."""
+    if _PLAIN_STRING.fullmatch(text):        # the common case: nothing to escape
+        return text
     out = []
     for c in text:
         if c == "\\" or c == '"':

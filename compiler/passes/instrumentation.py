@@ -123,17 +123,14 @@ class TraceInstrumentation(PassInstrumentation):
         self._last_text = ""
         self._last_counts: dict = {}
         self._last_shape: list | None = None
-        self._last_structure: dict | None = {}     # None: not built for the last text yet
 
     def _snapshot(self, module: Module) -> str:
-        """Print the module and keep its structure (for the next record)."""
-        text, self._last_structure = ir_structure(module)
-        return text
+        """Print the module (its structure is built once per stage, in `after_pipeline`)."""
+        return print_module(module)
 
     def before_pipeline(self, stage: str, module: Module) -> None:
         self._last_counts = op_count_by_name(module)
         self._last_text = print_module(module) if self.snapshots else ""
-        self._last_structure = None    # the stage input's structure is built only if reused
         self._last_shape = ir_shape(module) if self.snapshots else None
         self.trace.stage_inputs[stage] = self._last_text
 
@@ -154,14 +151,11 @@ class TraceInstrumentation(PassInstrumentation):
             shape = ir_shape(module)
             if shape == self._last_shape:          # nothing the printer reads has changed
                 text = self._last_text
-                if self._last_structure is None:
-                    self._snapshot(module)
             else:
                 text = self._snapshot(module)
                 self._last_shape = shape
             record.changed = text != self._last_text
             record.ir_after = text
-            record.structure = self._last_structure
             self._last_text = text
         else:
             record.changed = counts != self._last_counts or bool(record.patterns)
@@ -174,6 +168,18 @@ class TraceInstrumentation(PassInstrumentation):
                 record.error = f"verifier: {err}"
                 raise PassFailure(run.stage, record.name, run.position,
                                   f"it left invalid IR: {err}") from err
+
+    def after_pipeline(self, stage: str, module: Module) -> None:
+        """The stage's final snapshot also gets the module's structure (values, layouts,
+        def-use edges: what the explorer's layout graph reads). It is built once per stage,
+        not per pass: its cost per snapshot is about half a print."""
+        if not self.snapshots or not self.trace.passes:
+            return
+        last = self.trace.passes[-1]
+        if last.stage == stage and not last.error:
+            text, last.structure = ir_structure(module)
+            if text != last.ir_after:        # the printer is deterministic: a bug if not
+                raise AssertionError(f"{stage}: the structure's text differs from the snapshot")
 
     def after_pass_failed(self, run: PassRun, module: Module) -> None:
         record = self._record(run)

@@ -95,10 +95,14 @@ def test_snapshots_carry_values_layouts_and_def_use_edges(run):
     graph = layout_graph(trace)
     assert graph.graph["source"] == "structure"
     assert any(target.startswith("tt.store@") for _, target in graph.edges)
-    for record in trace.passes:             # every snapshot: the text's own names and lines
-        if record.stage == "llir":          # LLVM IR text: no MLIR structure
+    finals = {}                             # each stage's last record carries the structure
+    for record in trace.passes:
+        finals[record.stage] = record
+    for stage, record in finals.items():    # its names and lines are the text's own
+        if stage == "llir":                 # LLVM IR text: no MLIR structure
             continue
         data = IRStructure.from_data(record.structure)
+        assert data is not None and data.values, stage
         lines = record.ir_after.splitlines()
         for value in data.values:
             assert value.name in lines[value.line - 1]
