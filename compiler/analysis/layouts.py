@@ -77,7 +77,7 @@ def has_slot_model(layout) -> bool:
     their linear layout."""
     if is_mma_family(layout):
         return True
-    while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
+    while isinstance(layout, SliceEncoding):
         layout = layout.parent
     return isinstance(layout, BlockedEncoding)
 
@@ -101,8 +101,6 @@ def register_slots(layout, shape: tuple) -> tuple:
                      if s.spt_index[layout.dim] == 0 and s.rep_index[layout.dim] == 0)
     if is_mma_family(layout):
         return mma_register_slots(layout, tuple(shape))
-    if isinstance(layout, DotOperandEncoding):
-        return _dot_operand_slots(layout, tuple(shape))
     raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
 
 
@@ -142,61 +140,15 @@ def slot_without(slot: RegisterSlot, dims) -> RegisterSlot:
 
 def elements_per_thread(layout, shape: tuple) -> int:
     """How many registers (elements, duplicates included) each thread holds."""
-    if not has_slot_model(layout):
-        return _linear(layout, tuple(shape)).in_dim_size("register")
-    return len(register_slots(layout, shape))
-
-
-def thread_coords(layout: BlockedEncoding, warp: int, lane: int) -> tuple:
-    """Per dim, the (warp, lane) position of a thread in the CTA tile."""
-    lane_digits = _split_index(lane, layout.threads_per_warp, layout.order)
-    warp_digits = _split_index(warp, layout.warps_per_cta, layout.order)
-    return tuple(lane_digits), tuple(warp_digits)
-
-
-def _blocked_coord(layout: BlockedEncoding, shape: tuple, slot: RegisterSlot, warp: int,
-                   lane: int) -> tuple:
-    lanes, warps = thread_coords(layout, warp, lane)
-    tile = layout.shape_per_cta_tile()
-    coords = []
-    for d in range(layout.rank):
-        spt, tpw = layout.size_per_thread[d], layout.threads_per_warp[d]
-        c = slot.rep_index[d] * tile[d] + (warps[d] * tpw + lanes[d]) * spt + slot.spt_index[d]
-        coords.append(c % shape[d])
-    return tuple(coords)
+    return _linear(layout, tuple(shape)).in_dim_size("register")
 
 
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
-    """The coordinates each register of thread (warp, lane) holds, in register order."""
-    shape = tuple(shape)
-    if not has_slot_model(layout):
-        ll = _linear(layout, shape)
-        return [ll.apply_tuple(register=r, lane=lane, warp=warp)
-                for r in range(ll.in_dim_size("register"))]
-    if is_mma_family(layout):
-        return mma_thread_elements(layout, shape, warp, lane)
-    if isinstance(layout, DotOperandEncoding):
-        return [_dot_operand_coord(layout, shape, slot, warp, lane)
-                for slot in register_slots(layout, shape)]
-    if isinstance(layout, SliceEncoding):
-        parent_shape = parent_shape_of(layout, shape)
-        coords = []
-        for slot in register_slots(layout, shape):
-            c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
-            del c[layout.dim]
-            coords.append(tuple(c))
-        return coords
-    return [_blocked_coord(layout, shape, slot, warp, lane)
-            for slot in register_slots(layout, shape)]
-
-
-def _slot_coord(layout, shape, slot, warp, lane) -> tuple:
-    if isinstance(layout, BlockedEncoding):
-        return _blocked_coord(layout, shape, slot, warp, lane)
-    parent_shape = parent_shape_of(layout, shape)
-    c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
-    del c[layout.dim]
-    return tuple(c)
+    """The coordinates each register of thread (warp, lane) holds, in register order: read
+    from the layout's linear layout, for every distributed layout alike."""
+    ll = _linear(layout, tuple(shape))
+    return [ll.apply_tuple(register=r, lane=lane, warp=warp)
+            for r in range(ll.in_dim_size("register"))]
 
 
 def num_warps_of(layout) -> int:
@@ -217,41 +169,6 @@ def element_owners(layout, shape: tuple) -> dict:
             for reg, coords in enumerate(thread_elements(layout, shape, warp, lane)):
                 owners.setdefault(coords, []).append((warp, lane, reg))
     return owners
-
-
-# ---- dot operands with a blocked parent (the FMA dot) ---------------------------------------------
-def _dot_operand_slots(layout: DotOperandEncoding, shape: tuple) -> tuple:
-    """A: the parent's distinct rows (dim 0) x every k; B: every k x the parent's columns."""
-    parent = layout.parent
-    if not isinstance(parent, BlockedEncoding):
-        raise NotImplementedError("dot operands are supported for blocked parents only")
-    kept = 0 if layout.op_idx == 0 else 1
-    k_dim = 1 - kept
-    k = shape[k_dim]
-    parent_shape = list(shape)
-    parent_shape[k_dim] = 1
-    base = [s for s in _blocked_slots(parent, tuple(parent_shape))
-            if s.spt_index[k_dim] == 0 and s.rep_index[k_dim] == 0]
-    slots = []
-    for s in base:
-        for kk in range(k):
-            spt = list(s.spt_index)
-            spt[k_dim] = kk
-            slots.append(RegisterSlot(tuple(spt), s.rep_index))
-    return tuple(slots)
-
-
-def _dot_operand_coord(layout: DotOperandEncoding, shape, slot, warp, lane) -> tuple:
-    parent = layout.parent
-    kept = 0 if layout.op_idx == 0 else 1
-    k_dim = 1 - kept
-    parent_shape = list(shape)
-    parent_shape[k_dim] = 1
-    base_slot = RegisterSlot(tuple(0 if d == k_dim else v for d, v in enumerate(slot.spt_index)),
-                             slot.rep_index)
-    coords = list(_blocked_coord(parent, tuple(parent_shape), base_slot, warp, lane))
-    coords[k_dim] = slot.spt_index[k_dim]
-    return tuple(coords)
 
 
 def describe(layout, shape: tuple) -> str:
@@ -328,19 +245,6 @@ def mma_register_slots(layout, shape: tuple) -> tuple:
     return tuple(slots)
 
 
-def mma_thread_base(layout, warp: int, lane: int) -> tuple:
-    """The (dim 0, dim 1) coordinate of a thread's first fragment element in its first tile."""
-    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-    wm_i, wn_i = mma_warp_coords(mma, warp)
-    g, t = lane // 4, lane % 4
-    op_idx = getattr(layout, "op_idx", None)
-    if op_idx == 0:
-        return wm_i * MMA_M + g, 2 * t
-    if op_idx == 1:
-        return 2 * t, wn_i * MMA_N + g
-    return wm_i * MMA_M + g, wn_i * MMA_N + 2 * t
-
-
 def mma_tile_strides(layout) -> tuple:
     """How far apart (per dim) consecutive repetitions of a warp's instruction tile are."""
     mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
@@ -354,14 +258,3 @@ def mma_slot_offset(layout, slot: RegisterSlot) -> tuple:
     """The constant (per dim) offset of a register from the thread's base coordinate."""
     strides = mma_tile_strides(layout)
     return tuple(r * s + o for r, s, o in zip(slot.rep_index, strides, slot.spt_index))
-
-
-def mma_thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
-    """The coordinates each register of thread (warp, lane) holds in an mma-family layout
-    (wrapping when the tensor is smaller than the CTA tile)."""
-    base = mma_thread_base(layout, warp, lane)
-    out = []
-    for slot in mma_register_slots(layout, tuple(shape)):
-        off = mma_slot_offset(layout, slot)
-        out.append(tuple((b + o) % s for b, o, s in zip(base, off, shape)))
-    return out

@@ -1,10 +1,11 @@
 """Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which reuse the same
 shared-memory exchange), plus the explicit shared-memory ops `ttg.local_alloc/load/store`.
 
-The exchange writes every register to shared memory at the element's row-major offset, waits at a
-barrier, and reads back the elements the new layout gives each thread (a barrier first, too, so
-earlier users of the scratch area are done). Correct for any pair of distributed layouts; not yet
-the swizzled, vectorized path Triton takes.
+A conversion is planned from the two linear layouts (compiler.analysis.conversion): nothing, a
+renumbering of registers, warp shuffles, or an exchange through a shared buffer whose swizzle
+keeps the stores and the loads free of bank conflicts (a barrier before the stores, so earlier
+users of the scratch area are done, and one before the loads). The explicit buffers of
+`local_alloc` / `local_load` / `local_store` are addressed by their shared encoding.
 """
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from llvmlite import ir
 
 from compiler.dialects import tt, ttg
 from compiler.analysis import layouts
+from compiler.analysis.conversion import tensor_plan, unique_registers
+from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
-                           to_memory, type_bits)
+                           shuffle_idx, to_memory)
 from .registry import lowers
 
 
@@ -108,122 +111,128 @@ def shared_load(ctx, base, offset, ty):
     return _loaded(b, b.load(ptr, typ=mem_ty), ty)
 
 
-def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords_to_src=None):
-    """Registers of `src_type`'s layout -> registers of `dst_type`'s layout via shared memory.
-
-    `dst_coords_to_src(builder, coords) -> coords` maps a destination element to the source
-    element it takes (identity for convert_layout; a permutation for trans; a re-flattening for
-    reshape). Runs of registers that every thread holds contiguously along the last dim move as
-    one vector access of up to 16 bytes (`vector_runs`)."""
+def move_values(ctx, values, src_type: TensorType, dst_type: TensorType, dst_layout=None):
+    """Registers of `src_type`'s layout -> registers of `dst_type`'s layout, by the cheapest
+    plan the two linear layouts allow (`compiler.analysis.conversion`); the plan's one-line
+    description goes into the LLVM IR as a comment. `dst_layout` is the destination's linear
+    layout over the source's coordinates when the shapes differ (trans, reshape)."""
+    plan = tensor_plan(src_type, dst_type, dst_layout)
     b = ctx.builder
-    ty = values[0].type
-    nbytes = src_type.numel * max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1)
-    base = ctx.scratch(nbytes)
-    src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
-    barrier(b)
-    unique = ctx.indexer.unique_registers(src_type.encoding, src_type.shape)
-    runs = vector_runs(src_type, ty, unique)
-    for reg in unique:
-        width = runs.get(reg, 1)
-        if width == 0:
-            continue
-        offset = flat_offset(b, src_coords[reg], src_type.shape)
-        if width == 1:
-            shared_store(ctx, base, offset, values[reg])
-            continue
-        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(src_type))
-    barrier(b)
-    dst_coords = ctx.indexer.coords(b, dst_type.encoding, dst_type.shape)
-    if dst_coords_to_src is not None:
-        return [shared_load(ctx, base, flat_offset(b, dst_coords_to_src(b, c), src_type.shape), ty)
-                for c in dst_coords]
-    runs = vector_runs(dst_type, ty, list(range(len(dst_coords))))
+    b.comment(plan.describe())
+    if plan.strategy == "noop":
+        return list(values)
+    if plan.strategy == "registers":
+        return [values[r] for r in plan.register_map]
+    if plan.strategy == "shuffle":
+        return _shuffled(ctx, values, plan)
+    src = to_linear_layout(src_type.encoding, src_type.shape)
+    dst = dst_layout if dst_layout is not None else to_linear_layout(dst_type.encoding,
+                                                                    dst_type.shape)
+    return _through_shared(ctx, values, plan, src, dst)
+
+
+def _shuffled(ctx, values, plan) -> list:
+    """One `shfl.sync.idx` per distinct (source register, lane part) round."""
+    b = ctx.builder
+    term = ctx.indexer.thread_term(plan.lane_map)
+    moved: dict = {}
     out = []
-    for reg, coords in enumerate(dst_coords):
-        width = runs.get(reg, 1)
-        if width == 0:
-            continue
-        offset = flat_offset(b, coords, src_type.shape)
-        if width == 1:
-            out.append(shared_load(ctx, base, offset, ty))
-            continue
-        mem_ty = memory_type(ty)
-        vec = b.load(b.gep(base, [offset], source_etype=mem_ty), typ=ir.VectorType(mem_ty, width),
-                     align=width * byte_width(dst_type))
-        out += [from_memory(b, b.extract_element(vec, i32(i)), ty) for i in range(width)]
+    for reg, const in plan.rounds:
+        if (reg, const) not in moved:
+            lane = _xor_const(b, term, const)
+            moved[reg, const] = shuffle_idx(b, values[reg], lane)
+        out.append(moved[reg, const])
     return out
 
 
-def vector_runs(t: TensorType, reg_ty, registers: list) -> dict:
-    """{first register: run length, covered register: 0} for runs of `registers` (consecutive
-    indices) that every thread of `t`'s layout holds at consecutive, run-aligned positions along
-    the last dim (row-major adjacent in the exchange buffer): up to 16 bytes, a power of two.
-    Pointers and i1 stay scalar."""
-    if isinstance(reg_ty, ir.PointerType) or byte_width(t) * 8 != type_bits(reg_ty):
-        return {}
-    max_width = max(1, 16 // byte_width(t))
-    shape = tuple(t.shape)
-    try:
-        warps = layouts.num_warps_of(t.encoding)
-        threads = [layouts.thread_elements(t.encoding, shape, w, lane)
-                   for w in range(warps) for lane in range(32)]
-    except NotImplementedError:
-        return {}
-    chosen = set(registers)
-    runs: dict = {}
-    for reg in registers:
-        if reg in runs:
+def _xor_const(b, term, const: int):
+    """A thread term (value, mask) XOR a constant (an add where their bits are disjoint)."""
+    if term is None:
+        return i32(const)
+    value, mask = term
+    if not const:
+        return value
+    return b.xor(value, i32(const)) if mask & const else b.add(value, i32(const))
+
+
+def _vector_groups(registers: int, vec_bits: tuple) -> list:
+    """Register index lists, one per vector access: each register whose vector bits are 0,
+    then the registers of its vector in element order."""
+    mask = sum(1 << bit for bit in vec_bits)
+    groups = []
+    for r in range(registers):
+        if r & mask:
             continue
-        width = max_width
-        while width > 1:
-            group = list(range(reg, reg + width))
-            if all(r in chosen for r in group) and all(_contiguous(th, group) for th in threads):
-                break
-            width //= 2
-        if width > 1:
-            runs[reg] = width
-            runs.update({r: 0 for r in range(reg + 1, reg + width)})
-    return runs
+        group = []
+        for i in range(1 << len(vec_bits)):
+            group.append(r | sum(((i >> k) & 1) << bit for k, bit in enumerate(vec_bits)))
+        groups.append(group)
+    return groups
 
 
-def _contiguous(thread_coords: list, group: list) -> bool:
-    if group[-1] >= len(thread_coords):
-        return False
-    first = thread_coords[group[0]]
-    if first[-1] % len(group):
-        return False
-    return all(tuple(thread_coords[r]) == tuple(first[:-1]) + (first[-1] + i,)
-               for i, r in enumerate(group))
+def _register_offsets(ctx, offsets, registers: list) -> dict:
+    """{register: i32 element offset} of a (register, lane, warp) -> offset layout."""
+    term = ctx.indexer.thread_term(offsets)
+    return {r: _xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
+            for r in registers}
 
 
-def same_distribution(a, b, shape) -> bool:
-    """Whether two layouts put every element in the same thread and register."""
-    if a == b:
-        return True
-    try:
-        warps = layouts.num_warps_of(a)
-        if warps != layouts.num_warps_of(b):
-            return False
-        return all(layouts.thread_elements(a, shape, w, lane) ==
-                   layouts.thread_elements(b, shape, w, lane)
-                   for w in range(warps) for lane in range(32))
-    except NotImplementedError:
-        return False
+def _through_shared(ctx, values, plan, src, dst) -> list:
+    """Stores of the source's distinct registers into the swizzled scratch buffer, a barrier,
+    loads of the destination's registers; vectors where the plan found shared register bases."""
+    b = ctx.builder
+    swizzle = plan.swizzle
+    base = ctx.scratch(plan.scratch_bytes)
+    ty = values[0].type
+    barrier(b)
+    keep = set(unique_registers(src))
+    stores = [g for g in _vector_groups(len(values), swizzle.src_vec_bits) if g[0] in keep]
+    offsets = _register_offsets(ctx, swizzle.offsets_of(src), [g[0] for g in stores])
+    for group in stores:
+        if len(group) == 1:
+            shared_store(ctx, base, offsets[group[0]], values[group[0]])
+        else:
+            shared_store_vector(ctx, base, offsets[group[0]], [values[r] for r in group],
+                                plan.elem_bytes)
+    barrier(b)
+    dst_regs = dst.in_dim_size("register")
+    keep = unique_registers(dst)
+    dst_map = _register_map_within(dst)
+    loads = [g for g in _vector_groups(dst_regs, swizzle.dst_vec_bits) if g[0] in set(keep)]
+    offsets = _register_offsets(ctx, swizzle.offsets_of(dst), [g[0] for g in loads])
+    got: dict = {}
+    for group in loads:
+        if len(group) == 1:
+            got[group[0]] = shared_load(ctx, base, offsets[group[0]], ty)
+            continue
+        mem_ty = memory_type(ty)
+        vec = b.load(b.gep(base, [offsets[group[0]]], source_etype=mem_ty),
+                     typ=ir.VectorType(mem_ty, len(group)), align=len(group) * plan.elem_bytes)
+        for i, r in enumerate(group):
+            got[r] = from_memory(b, b.extract_element(vec, i32(i)), ty)
+    return [got[dst_map[r]] for r in range(dst_regs)]
+
+
+def _register_map_within(layout) -> list:
+    """For each register, the lowest-numbered register of the thread holding its element."""
+    first: dict = {}
+    out = []
+    for r in range(layout.in_dim_size("register")):
+        element = layout.apply_tuple(register=r)
+        out.append(first.setdefault(element, r))
+    return out
 
 
 @lowers(ttg.ConvertLayoutOp)
 def lower_convert_layout(ctx, op):
-    """`ttg.convert_layout`: free when both layouts distribute elements alike, else through
-    shared memory."""
+    """`ttg.convert_layout`: no-op, register renumbering, warp shuffles or a swizzled exchange
+    through shared memory, whichever the two linear layouts allow most cheaply."""
     src, dst = op.operands[0].type, op.results[0].type
     values = ctx.get(op.operands[0])
     if not isinstance(src, TensorType):
         ctx.set(op.results[0], values)
         return
-    if same_distribution(src.encoding, dst.encoding, src.shape):
-        ctx.set(op.results[0], list(values))
-        return
-    ctx.set(op.results[0], exchange(ctx, values, src, dst))
+    ctx.set(op.results[0], move_values(ctx, values, src, dst))
 
 
 # ---- explicit shared memory buffers --------------------------------------------------------------

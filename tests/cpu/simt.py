@@ -237,6 +237,8 @@ class CTA:
 
     # ---- instructions ---------------------------------------------------------------------
     def _execute(self, instr, active):
+        if isinstance(instr, ir.Comment):
+            return None
         if isinstance(instr, ir.CallInstr):
             return self._call(instr, active)
         if isinstance(instr, ir.CompareInstr):
