@@ -233,6 +233,8 @@ def _extend(chosen: list, count: int, n_bits: int, excluded: int, keep_apart=())
     """Add `count` vectors to `chosen`, each independent of `chosen` and of every subspace in
     `keep_apart` (spans of vectors) together with what was added; greedy over `_candidates`."""
     added = []
+    if count <= 0:
+        return added
     for cand in _candidates(n_bits, excluded):
         if len(added) == count:
             break
@@ -255,19 +257,47 @@ def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
     for accesses up to 4 bytes, 16 for 8, 8 for 16) is free of conflicts when no two of its lanes
     reach addresses that differ only in segment bits, i.e. when the segment space meets neither
     layout's span of phase lane bases (plus the word bits) in more than 0. The segment bases are
-    picked greedily so; the bank bases complete the basis. When no such choice is found the
-    buffer still works (the bank-conflict model then counts the conflicts)."""
-    names = list(src.out_dims)
-    n_bits = src.total_out_bits
+    picked greedily so; the bank bases complete the basis. Wider vectors leave fewer bank bits
+    to the other side, so each choice of vector widths (widest first) is priced by the
+    bank-conflict model: the fewest wavefronts win, then the fewest accesses."""
+    from .bank_conflicts import access_conflicts
     if vectorizable:
         src_vec, dst_vec = _vector_bits(src, elem_bytes), _vector_bits(dst, elem_bytes)
     else:
         src_vec, dst_vec = [], []
     common = [v for v in src_vec if v in dst_vec]
-    wider = max(dst_vec, src_vec, key=_vector_rank)
-    vec = common + [v for v in wider if v not in common]
-    src_vec = vec[:len(common) + (len(vec) - len(common) if wider is src_vec else 0)]
-    dst_vec = vec[:len(common) + (len(vec) - len(common) if wider is dst_vec else 0)]
+    wider_is_src = _vector_rank(src_vec) > _vector_rank(dst_vec)
+    extra = [v for v in (src_vec if wider_is_src else dst_vec) if v not in common]
+    best = None
+    for k_common in range(len(common), -1, -1):
+        for k_extra in range(len(extra) if k_common == len(common) else 0, -1, -1):
+            vec = common[:k_common] + extra[:k_extra]
+            wide, narrow = vec, vec[:k_common]
+            sv, dv = (wide, narrow) if wider_is_src else (narrow, wide)
+            swizzle = _build_swizzle(src, dst, elem_bytes, vec, sv, dv)
+            price = 0
+            accesses = 0
+            for layout, bits in ((src, swizzle.src_vec_bits), (dst, swizzle.dst_vec_bits)):
+                counts = access_conflicts(swizzle.offsets_of(layout), elem_bytes, bits)
+                phases = _phases(elem_bytes << len(bits))
+                price += sum(c + phases for c in counts)
+                accesses += len(counts)
+            if best is None or (price, accesses) < best[0]:
+                best = ((price, accesses), swizzle)
+    return best[1]
+
+
+def _phases(access_bytes: int) -> int:
+    """How many phases a warp's access of `access_bytes` per lane is served in."""
+    return max(1, access_bytes // BANK_BYTES)
+
+
+def _build_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int, vec: list,
+                   src_vec: list, dst_vec: list) -> SharedSwizzle:
+    """The buffer layout for given vector coordinates (`vec`, low offset bits first; each
+    side's vector a prefix of it); see `shared_swizzle`."""
+    names = list(src.out_dims)
+    n_bits = src.total_out_bits
     vec_mask = sum(vec)
     word_bits = min(n_bits, max(0, (BANK_BYTES // elem_bytes).bit_length() - 1))
     row_bits = min(n_bits, (WARP_BYTES // elem_bytes).bit_length() - 1)
