@@ -274,14 +274,19 @@ def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
             vec = common[:k_common] + extra[:k_extra]
             wide, narrow = vec, vec[:k_common]
             sv, dv = (wide, narrow) if wider_is_src else (narrow, wide)
-            swizzle = _build_swizzle(src, dst, elem_bytes, vec, sv, dv)
+            swizzle, conflict_free = _build_swizzle(src, dst, elem_bytes, vec, sv, dv)
             price = 0
             accesses = 0
             for layout, bits in ((src, swizzle.src_vec_bits), (dst, swizzle.dst_vec_bits)):
-                counts = access_conflicts(swizzle.offsets_of(layout), elem_bytes, bits)
                 phases = _phases(elem_bytes << len(bits))
-                price += sum(c + phases for c in counts)
-                accesses += len(counts)
+                if conflict_free:
+                    count = len(unique_registers(layout)) >> len(bits)
+                    price += count * phases
+                else:
+                    counts = access_conflicts(swizzle.offsets_of(layout), elem_bytes, bits)
+                    count = len(counts)
+                    price += sum(c + phases for c in counts)
+                accesses += count
             if best is None or (price, accesses) < best[0]:
                 best = ((price, accesses), swizzle)
     return best[1]
@@ -293,9 +298,10 @@ def _phases(access_bytes: int) -> int:
 
 
 def _build_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int, vec: list,
-                   src_vec: list, dst_vec: list) -> SharedSwizzle:
+                   src_vec: list, dst_vec: list) -> tuple:
     """The buffer layout for given vector coordinates (`vec`, low offset bits first; each
-    side's vector a prefix of it); see `shared_swizzle`."""
+    side's vector a prefix of it), and whether its segment bases keep both sides free of
+    conflicts by construction; see `shared_swizzle`."""
     names = list(src.out_dims)
     n_bits = src.total_out_bits
     vec_mask = sum(vec)
@@ -316,14 +322,16 @@ def _build_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int, vec: l
     seg_count = n_bits - max(row_bits, len(low))
     walls = [low[:k] + lanes for k, lanes in zip(side_low, side_lanes)]
     seg = _extend(low, seg_count, n_bits, vec_mask, keep_apart=walls)
-    if len(seg) < seg_count:
+    conflict_free = len(seg) == seg_count
+    if not conflict_free:
         seg += _extend(low + seg, seg_count - len(seg), n_bits, vec_mask)
     bank = _extend(low + seg, n_bits - len(low) - len(seg), n_bits, vec_mask)
     offsets = low + bank + seg
     dims = LinearLayout({}, {n: src.out_dim_size(n) for n in names})
     bases = [dims._unflatten_out(v) for v in offsets]
     layout = LinearLayout({"offset": bases}, {n: src.out_dim_size(n) for n in names})
-    return SharedSwizzle(layout, _register_bits(src, src_vec), _register_bits(dst, dst_vec))
+    return (SharedSwizzle(layout, _register_bits(src, src_vec), _register_bits(dst, dst_vec)),
+            conflict_free)
 
 
 def unique_registers(layout: LinearLayout) -> list:

@@ -11,7 +11,7 @@ import pytest
 
 from compiler.analysis.bank_conflicts import (access_conflicts, conversion_conflicts,
                                               layout_conflicts)
-from compiler.analysis.conversion import (plan_conversion, reshaped_in_source, tensor_plan,
+from compiler.analysis.conversion import (_xor_of, flat_bases, plan_conversion, reshaped_in_source, tensor_plan,
                                          transposed_in_source)
 from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.analysis.linear_layout import LinearLayout
@@ -34,37 +34,41 @@ LAYOUTS_2D = {
     "dot_a_rows": DotOperandEncoding(0, BLOCKED_ROWS, 0),
     "dot_b_rows": DotOperandEncoding(1, BLOCKED_ROWS, 0),
 }
-SHAPE = (64, 64)
+SHAPE = (32, 32)
 
 
 def _ll(encoding, shape=SHAPE):
     return to_linear_layout(encoding, shape)
 
 
+def _table(layout: LinearLayout, warps: int) -> dict:
+    """{(warp, lane, register): flattened output} of a (register, lane, warp) layout."""
+    flat = {d: flat_bases(layout, d) for d in ("register", "lane", "warp")}
+    return {(w, lane, r): _xor_of(flat["warp"], w) ^ _xor_of(flat["lane"], lane)
+            ^ _xor_of(flat["register"], r)
+            for w, lane, r in itertools.product(range(warps), range(32),
+                                                range(layout.in_dim_size("register")))}
+
+
 def simulate(src: LinearLayout, dst: LinearLayout, plan, warps: int = 4) -> list:
     """Run a plan thread by thread: the (warp, lane, register) places whose value is wrong."""
-    src_regs, dst_regs = src.in_dim_size("register"), dst.in_dim_size("register")
-    got = {}
+    held, want = _table(src, warps), _table(dst, warps)
     if plan.strategy == "shared":
-        store, load = plan.swizzle.offsets_of(src), plan.swizzle.offsets_of(dst)
+        stored, loaded = (_table(plan.swizzle.offsets_of(x), warps) for x in (src, dst))
         memory = {}
-        for w, lane, r in itertools.product(range(warps), range(32), range(src_regs)):
-            offset = store.apply(register=r, lane=lane, warp=w)["offset"]
-            element = src.apply_tuple(register=r, lane=lane, warp=w)
-            assert memory.setdefault(offset, element) == element, "two elements at one offset"
-        for w, lane, r in itertools.product(range(warps), range(32), range(dst_regs)):
-            got[w, lane, r] = memory[load.apply(register=r, lane=lane, warp=w)["offset"]]
+        for place, offset in stored.items():
+            assert memory.setdefault(offset, held[place]) == held[place], "two elements, one offset"
+        got = {place: memory[offset] for place, offset in loaded.items()}
     elif plan.strategy == "shuffle":
-        for w, lane, r in itertools.product(range(warps), range(32), range(dst_regs)):
+        lane_of = _table(plan.lane_map.with_bases("register", []).with_bases("warp", []), 1)
+        got = {}
+        for (w, lane, r) in want:
             reg, const = plan.rounds[r]
-            source = plan.lane_map.apply(lane=lane)["lane"] ^ const
-            got[w, lane, r] = src.apply_tuple(register=reg, lane=source, warp=w)
+            got[w, lane, r] = held[w, lane_of[0, lane, 0] ^ const, reg]
     else:
-        mapping = plan.register_map or tuple(range(dst_regs))
-        for w, lane, r in itertools.product(range(warps), range(32), range(dst_regs)):
-            got[w, lane, r] = src.apply_tuple(register=mapping[r], lane=lane, warp=w)
-    return [k for k, v in got.items()
-            if v != dst.apply_tuple(register=k[2], lane=k[1], warp=k[0])]
+        mapping = plan.register_map or tuple(range(dst.in_dim_size("register")))
+        got = {(w, lane, r): held[w, lane, mapping[r]] for (w, lane, r) in want}
+    return [place for place, value in got.items() if value != want[place]]
 
 
 PAIRS = [(a, b) for a in LAYOUTS_2D for b in LAYOUTS_2D if a != b]
@@ -101,18 +105,18 @@ def test_strategies_are_the_cheapest_the_maps_allow():
 
 def test_a_row_major_buffer_for_a_transposing_conversion_conflicts():
     """Columns of f32 read from a row-major 64x64 buffer: every lane of a warp in one bank."""
-    plain = _ll(SwizzledSharedEncoding(1, 1, 1, (1, 0)))
-    assert sum(layout_conflicts(_ll(BLOCKED_ROWS), plain, 4)) == 0
-    cols = layout_conflicts(_ll(BLOCKED_ONE), plain, 4)
+    plain = _ll(SwizzledSharedEncoding(1, 1, 1, (1, 0)), (64, 64))
+    assert sum(layout_conflicts(_ll(BLOCKED_ROWS, (64, 64)), plain, 4)) == 0
+    cols = layout_conflicts(_ll(BLOCKED_ONE, (64, 64)), plain, 4)
     assert cols and min(cols) == 31          # 32 lanes, 32 words of one bank
 
 
 def test_nvmma_swizzle_removes_the_conflicts_of_the_unswizzled_buffer():
     """16-byte reads of f16 rows of a 64x64 buffer, one row per lane: the 8 lanes of a
     quarter-warp hit the same banks without a swizzle; the 128-byte swizzle spreads them."""
-    reader = _ll(BlockedEncoding((1, 8), (32, 1), (2, 2), (1, 0)))
-    unswizzled = layout_conflicts(reader, _ll(NVMMASharedEncoding(0, False, 16)), 2)
-    swizzled = layout_conflicts(reader, _ll(NVMMASharedEncoding(128, False, 16)), 2)
+    reader = _ll(BlockedEncoding((1, 8), (32, 1), (2, 2), (1, 0)), (64, 64))
+    unswizzled = layout_conflicts(reader, _ll(NVMMASharedEncoding(0, False, 16), (64, 64)), 2)
+    swizzled = layout_conflicts(reader, _ll(NVMMASharedEncoding(128, False, 16), (64, 64)), 2)
     assert sum(unswizzled) > 0
     assert sum(swizzled) == 0
 
