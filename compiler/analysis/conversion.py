@@ -342,7 +342,7 @@ def unique_registers(layout: LinearLayout) -> list:
 
 
 # ---- from IR types -----------------------------------------------------------------------------
-def _element_facts(tensor_type) -> tuple:
+def element_facts(tensor_type) -> tuple:
     """(bytes per element in shared memory, whether vector accesses may carry it): pointers
     move as 8-byte integers one by one, i1 one by one."""
     from compiler.ir.types import IntegerType, PointerType
@@ -363,7 +363,7 @@ def tensor_plan(src_type, dst_type, dst_layout: LinearLayout | None = None) -> C
     src = to_linear_layout(src_type.encoding, src_type.shape)
     dst = dst_layout if dst_layout is not None else to_linear_layout(dst_type.encoding,
                                                                     dst_type.shape)
-    return _cached_plan(src, dst, *_element_facts(src_type))
+    return _cached_plan(src, dst, *element_facts(src_type))
 
 
 _PLANS: dict = {}

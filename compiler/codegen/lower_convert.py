@@ -13,12 +13,12 @@ from llvmlite import ir
 
 from compiler.dialects import tt, ttg
 from compiler.analysis import layouts
-from compiler.analysis.conversion import tensor_plan, unique_registers
-from compiler.analysis.layout_to_linear import to_linear_layout
-from compiler.dialects.ttg import BlockedEncoding
+from compiler.analysis.bank_conflicts import offsets_layout, vector_bits
+from compiler.analysis.conversion import element_facts, tensor_plan, unique_registers
+from compiler.analysis.layout_to_linear import identity_nd, out_dim_names, to_linear_layout
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, llvm_type, memory_type,
+from .llvm_helpers import (I64, barrier, from_memory, i32, llvm_type, memory_type,
                            shuffle_idx, to_memory)
 from .registry import lowers
 
@@ -185,32 +185,44 @@ def _through_shared(ctx, values, plan, src, dst) -> list:
     base = ctx.scratch(plan.scratch_bytes)
     ty = values[0].type
     barrier(b)
-    keep = set(unique_registers(src))
-    stores = [g for g in _vector_groups(len(values), swizzle.src_vec_bits) if g[0] in keep]
-    offsets = _register_offsets(ctx, swizzle.offsets_of(src), [g[0] for g in stores])
-    for group in stores:
-        if len(group) == 1:
-            shared_store(ctx, base, offsets[group[0]], values[group[0]])
-        else:
-            shared_store_vector(ctx, base, offsets[group[0]], [values[r] for r in group],
-                                plan.elem_bytes)
+    _store_registers(ctx, base, src, swizzle.offsets_of(src), swizzle.src_vec_bits,
+                     plan.elem_bytes, values)
     barrier(b)
-    dst_regs = dst.in_dim_size("register")
-    keep = unique_registers(dst)
-    dst_map = _register_map_within(dst)
-    loads = [g for g in _vector_groups(dst_regs, swizzle.dst_vec_bits) if g[0] in set(keep)]
-    offsets = _register_offsets(ctx, swizzle.offsets_of(dst), [g[0] for g in loads])
+    return _load_registers(ctx, base, dst, swizzle.offsets_of(dst), swizzle.dst_vec_bits,
+                           plan.elem_bytes, ty)
+
+
+def _store_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, values) -> None:
+    """Each distinct register of `layout` stored into the shared buffer at `base` (element
+    offsets by `offsets`), in vectors over `vec_bits`."""
+    keep = set(unique_registers(layout))
+    groups = [g for g in _vector_groups(len(values), vec_bits) if g[0] in keep]
+    at = _register_offsets(ctx, offsets, [g[0] for g in groups])
+    for group in groups:
+        if len(group) == 1:
+            shared_store(ctx, base, at[group[0]], values[group[0]])
+        else:
+            shared_store_vector(ctx, base, at[group[0]], [values[r] for r in group], elem_bytes)
+
+
+def _load_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, ty) -> list:
+    """Every register of `layout` loaded from the shared buffer at `base` (element offsets by
+    `offsets`): each distinct element once, in vectors over `vec_bits`."""
+    b = ctx.builder
+    keep = set(unique_registers(layout))
+    loads = [g for g in _vector_groups(layout.in_dim_size("register"), vec_bits) if g[0] in keep]
+    at = _register_offsets(ctx, offsets, [g[0] for g in loads])
     got: dict = {}
     for group in loads:
         if len(group) == 1:
-            got[group[0]] = shared_load(ctx, base, offsets[group[0]], ty)
+            got[group[0]] = shared_load(ctx, base, at[group[0]], ty)
             continue
         mem_ty = memory_type(ty)
-        vec = b.load(b.gep(base, [offsets[group[0]]], source_etype=mem_ty),
-                     typ=ir.VectorType(mem_ty, len(group)), align=len(group) * plan.elem_bytes)
+        vec = b.load(b.gep(base, [at[group[0]]], source_etype=mem_ty),
+                     typ=ir.VectorType(mem_ty, len(group)), align=len(group) * elem_bytes)
         for i, r in enumerate(group):
             got[r] = from_memory(b, b.extract_element(vec, i32(i)), ty)
-    return [got[dst_map[r]] for r in range(dst_regs)]
+    return [got[first] for first in _register_map_within(layout)]
 
 
 def _register_map_within(layout) -> list:
@@ -236,43 +248,41 @@ def lower_convert_layout(ctx, op):
 
 
 # ---- explicit shared memory buffers --------------------------------------------------------------
+def buffer_layout(shared_layout, shape) -> "LinearLayout":
+    """Where each element of an explicit shared buffer sits, as a linear layout offset ->
+    coordinates: the shared encoding's own map for buffers that follow it (`follows_order`:
+    swizzled_shared with vec > 1), row-major for the others (the FMA dot's staging, and the
+    buffers the tensor-core and async-copy lowerings address row-major)."""
+    shape = tuple(shape)
+    if shared_layout is not None and follows_order(shared_layout):
+        return to_linear_layout(shared_layout, shape)
+    rank = len(shape)
+    return identity_nd("offset", shape, list(reversed(range(rank)))).transpose_outs(
+        out_dim_names(rank))
+
+
+def _buffer_offsets(value_type, shared_layout):
+    """(register, lane, warp) -> buffer offset for a tensor of `value_type`, and the register
+    bits of one vector access (none for pointers and i1)."""
+    regs = to_linear_layout(value_type.encoding, value_type.shape)
+    offsets = offsets_layout(regs, buffer_layout(shared_layout, value_type.shape))
+    elem_bytes, vectorizable = element_facts(value_type)
+    return regs, offsets, (vector_bits(offsets, elem_bytes) if vectorizable else ()), elem_bytes
+
+
 def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
-    """Store a tensor's registers (each element once) at a shared pointer: row-major, or as
-    `shared_layout` places them when it is swizzled. Into a buffer that follows its encoding,
-    runs of registers contiguous along its inner dim go in one vector store of up to 16 bytes
-    (swizzling moves whole `vec` groups, so such a run stays contiguous)."""
-    b = ctx.builder
-    coords = ctx.indexer.coords(b, value_type.encoding, value_type.shape)
-    unique = ctx.indexer.unique_registers(value_type.encoding, value_type.shape)
-    width = _store_width(value_type, shared_layout)
-    unique_set = set(unique)
-    starts = {r for r in unique if width > 1 and r % width == 0
-              and all(r + i in unique_set for i in range(width))}
-    covered = {r + i for r in starts for i in range(width)}
-    for reg in unique:
-        if reg in covered and reg not in starts:
-            continue
-        offset = shared_offset(b, shared_layout, coords[reg], value_type.shape)
-        if reg not in starts:
-            shared_store(ctx, base, offset, values[reg])
-            continue
-        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(value_type))
+    """Store a tensor's registers (each element once) into a shared buffer laid out by
+    `buffer_layout` (row-major without a layout), in vectors of up to 16 bytes where the
+    register bases run along the buffer's consecutive offsets."""
+    regs, offsets, vec, elem_bytes = _buffer_offsets(value_type, shared_layout)
+    _store_registers(ctx, base, regs, offsets, vec, elem_bytes, values)
 
 
-def _store_width(value_type, shared_layout) -> int:
-    """How many consecutive registers of a blocked tensor may go in one vector store into a
-    buffer that follows `shared_layout` (1: element by element)."""
-    layout = value_type.encoding
-    if not follows_order(shared_layout) or not isinstance(layout, BlockedEncoding):
-        return 1
-    if isinstance(llvm_type(value_type), ir.PointerType) or len(value_type.shape) != 2:
-        return 1
-    inner = shared_layout.order[0]
-    if layout.order[0] != inner:
-        return 1
-    width = min(layout.size_per_thread[inner], shared_layout.vec,
-                max(1, 16 // byte_width(value_type)), value_type.shape[inner])
-    return width if width & (width - 1) == 0 else 1
+def read_buffer(ctx, base, value_type, shared_layout) -> list:
+    """The registers of a tensor of `value_type` loaded from a shared buffer laid out by
+    `buffer_layout`, in vectors where the maps allow."""
+    regs, offsets, vec, elem_bytes = _buffer_offsets(value_type, shared_layout)
+    return _load_registers(ctx, base, regs, offsets, vec, elem_bytes, llvm_type(value_type))
 
 
 @lowers(ttg.LocalAllocOp)
@@ -309,15 +319,11 @@ def lower_local_load(ctx, op):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
         return
-    if layouts.is_mma_family(t.encoding):
+    if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):
         from .lower_mma import load_mma_operand
         ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
         return
-    ty = llvm_type(t)
-    b = ctx.builder
-    ctx.set(op.results[0], [shared_load(ctx, base, shared_offset(b, buf.type.encoding, c, t.shape),
-                                       ty)
-                            for c in ctx.indexer.coords(b, t.encoding, t.shape)])
+    ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))
 
 
 @lowers(ttg.LocalDeallocOp)
