@@ -37,6 +37,28 @@ LAYOUTS = {
 M = N = 64
 
 
+def tile_offsets(ty: str) -> str:
+    """ttgir lines (continuation lines indented 8) making %off = row * N + column in #b and
+    %sptr = %src + %off, for a kernel that loads its tile from %src."""
+    lines = [
+        f"%n = arith.constant dense<{N}> : tensor<{M}x1xi32, #b>",
+        f"%r = tt.make_range {{end = {M} : i32, start = 0 : i32}} : tensor<{M}xi32, #b1>",
+        f"%c = tt.make_range {{end = {N} : i32, start = 0 : i32}} : tensor<{N}xi32, #b0>",
+        f"%r2 = tt.expand_dims %r {{axis = 1 : i32}} : tensor<{M}xi32, #b1> -> "
+        f"tensor<{M}x1xi32, #b>",
+        f"%rs = arith.muli %r2, %n : tensor<{M}x1xi32, #b>",
+        f"%c2 = tt.expand_dims %c {{axis = 0 : i32}} : tensor<{N}xi32, #b0> -> "
+        f"tensor<1x{N}xi32, #b>",
+        f"%rb = tt.broadcast %rs : tensor<{M}x1xi32, #b> -> tensor<{M}x{N}xi32, #b>",
+        f"%cb = tt.broadcast %c2 : tensor<1x{N}xi32, #b> -> tensor<{M}x{N}xi32, #b>",
+        f"%off = arith.addi %rb, %cb : tensor<{M}x{N}xi32, #b>",
+        f"%sp = tt.splat %src : !tt.ptr<{ty}> -> tensor<{M}x{N}x!tt.ptr<{ty}>, #b>",
+        f"%sptr = tt.addptr %sp, %off : tensor<{M}x{N}x!tt.ptr<{ty}>, #b>, "
+        f"tensor<{M}x{N}xi32, #b>",
+    ]
+    return "\n        ".join(lines)
+
+
 def _kernel(x: str, y: str, ty: str) -> str:
     t = lambda name: f"tensor<{M}x{N}x{ty}, #{name}>"  # noqa: E731
     return textwrap.dedent(f"""
@@ -47,17 +69,7 @@ def _kernel(x: str, y: str, ty: str) -> str:
     #y = {LAYOUTS[y]}
     module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
       tt.func public @convert(%src: !tt.ptr<{ty}> {{tt.divisibility = 16 : i32}}, %dst: !tt.ptr<{ty}> {{tt.divisibility = 16 : i32}}) {{
-        %n = arith.constant dense<{N}> : tensor<{M}x1xi32, #b>
-        %r = tt.make_range {{end = {M} : i32, start = 0 : i32}} : tensor<{M}xi32, #b1>
-        %c = tt.make_range {{end = {N} : i32, start = 0 : i32}} : tensor<{N}xi32, #b0>
-        %r2 = tt.expand_dims %r {{axis = 1 : i32}} : tensor<{M}xi32, #b1> -> tensor<{M}x1xi32, #b>
-        %rs = arith.muli %r2, %n : tensor<{M}x1xi32, #b>
-        %c2 = tt.expand_dims %c {{axis = 0 : i32}} : tensor<{N}xi32, #b0> -> tensor<1x{N}xi32, #b>
-        %rb = tt.broadcast %rs : tensor<{M}x1xi32, #b> -> tensor<{M}x{N}xi32, #b>
-        %cb = tt.broadcast %c2 : tensor<1x{N}xi32, #b> -> tensor<{M}x{N}xi32, #b>
-        %off = arith.addi %rb, %cb : tensor<{M}x{N}xi32, #b>
-        %sp = tt.splat %src : !tt.ptr<{ty}> -> tensor<{M}x{N}x!tt.ptr<{ty}>, #b>
-        %sptr = tt.addptr %sp, %off : tensor<{M}x{N}x!tt.ptr<{ty}>, #b>, tensor<{M}x{N}xi32, #b>
+        {tile_offsets(ty)}
         %v = tt.load %sptr : tensor<{M}x{N}x!tt.ptr<{ty}>, #b>
         %vx = ttg.convert_layout %v : {t("b")} -> {t("x")}
         %vy = ttg.convert_layout %vx : {t("x")} -> {t("y")}

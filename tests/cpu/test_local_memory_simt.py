@@ -14,7 +14,7 @@ from compiler.dialects.ttg import SwizzledSharedEncoding
 from compiler.ir import parse_module
 
 from .simt import run_kernel
-from .test_convert_layout_simt import LAYOUTS, LOAD
+from .test_convert_layout_simt import LAYOUTS, LOAD, tile_offsets
 
 SHARED = {
     "plain": "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>",
@@ -43,17 +43,7 @@ def _kernel(shared: str, writer: str, reader: str, store_op: bool) -> str:
     #smem = #ttg.shared_memory
     module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
       tt.func public @local(%src: !tt.ptr<f16>, %dst: !tt.ptr<f16>) {{
-        %n = arith.constant dense<{N}> : tensor<{M}x1xi32, #b>
-        %r = tt.make_range {{end = {M} : i32, start = 0 : i32}} : tensor<{M}xi32, #b1>
-        %c = tt.make_range {{end = {N} : i32, start = 0 : i32}} : tensor<{N}xi32, #b0>
-        %r2 = tt.expand_dims %r {{axis = 1 : i32}} : tensor<{M}xi32, #b1> -> tensor<{M}x1xi32, #b>
-        %rs = arith.muli %r2, %n : tensor<{M}x1xi32, #b>
-        %c2 = tt.expand_dims %c {{axis = 0 : i32}} : tensor<{N}xi32, #b0> -> tensor<1x{N}xi32, #b>
-        %rb = tt.broadcast %rs : tensor<{M}x1xi32, #b> -> tensor<{M}x{N}xi32, #b>
-        %cb = tt.broadcast %c2 : tensor<1x{N}xi32, #b> -> tensor<{M}x{N}xi32, #b>
-        %off = arith.addi %rb, %cb : tensor<{M}x{N}xi32, #b>
-        %sp = tt.splat %src : !tt.ptr<f16> -> tensor<{M}x{N}x!tt.ptr<f16>, #b>
-        %sptr = tt.addptr %sp, %off : tensor<{M}x{N}x!tt.ptr<f16>, #b>, tensor<{M}x{N}xi32, #b>
+        {tile_offsets("f16")}
         %v = tt.load %sptr : tensor<{M}x{N}x!tt.ptr<f16>, #b>
         %vw = ttg.convert_layout %v : {t("b")} -> {t("w")}
         {fill}
