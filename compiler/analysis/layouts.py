@@ -1,21 +1,15 @@
 """Which thread, warp and register holds which element of a tensor in a distributed layout.
 
-Triton's semantics: a blocked layout gives each thread `sizePerThread` contiguous elements,
-`threadsPerWarp` lanes and `warpsPerCTA` warps tile the tensor; when the tensor is larger than
-that CTA tile the tile repeats (more registers per thread), and when it is smaller the
-coordinates wrap, so several threads (or registers) hold the same element. A slice layout is its
-parent with one dimension removed; a dot-operand layout with a blocked parent gives each thread
-the parent's rows (A) or columns (B) and the whole K dimension. The tensor-core layouts
-(#ttg.nvidia_mma v2 and dot operands with that parent) follow the PTX ISA's mma.m16n8k16
-fragments; see the section at the end.
+Every question about where elements live (`thread_elements`, `elements_per_thread`,
+`element_owners`) is answered from the layout's linear layout (`compiler.analysis.
+layout_to_linear`), registers in the linear layout's order, for every distributed layout alike.
 
-Every other distributed layout (mma v3 and its operand A, slices of mma layouts, `#ttg.linear`)
-is answered from its linear layout (`compiler.analysis.layout_to_linear`), registers in the
-linear layout's order; `has_slot_model` says which layouts have `RegisterSlot`s.
-
-Register order (used by the lowering for every blocked-rooted tensor): within a thread, the
-`sizePerThread` elements first, dims fastest-varying first (`order`), then the repetitions of
-the CTA tile, again `order` first. Everything here assumes power-of-two sizes, as Triton does.
+What remains here besides: the `RegisterSlot` view of blocked layouts (and slices of them) and
+of mma v2 accumulators and operands, which the FMA dot, the mma.sync lowering and the blocked
+scan still read (`register_slots`, `mma_register_slots`; `has_slot_model` says which layouts
+have one), and the mma.m16n8k16 fragment constants. Blocked registers run as Triton's: within a
+thread the `sizePerThread` elements first, dims fastest-varying first (`order`), then the
+repetitions of the CTA tile, again `order` first; this is also the linear layout's order.
 """
 from __future__ import annotations
 
@@ -72,9 +66,8 @@ def _blocked_slots(layout: BlockedEncoding, shape: tuple) -> tuple:
 
 
 def has_slot_model(layout) -> bool:
-    """Whether the layout has the `RegisterSlot` model here: a chain of slice / dot-operand
-    layouts over a blocked root, or an mma v2 accumulator or operand. Others are answered from
-    their linear layout."""
+    """Whether the layout has the `RegisterSlot` model here: a chain of slice layouts over a
+    blocked root, or an mma v2 accumulator or operand."""
     if is_mma_family(layout):
         return True
     while isinstance(layout, SliceEncoding):

@@ -1,5 +1,6 @@
-"""Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which reuse the same
-shared-memory exchange), plus the explicit shared-memory ops `ttg.local_alloc/load/store`.
+"""Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which are the same
+move to the result's layout seen over the operand's coordinates), plus the explicit
+shared-memory ops `ttg.local_alloc/load/store`.
 
 A conversion is planned from the two linear layouts (compiler.analysis.conversion): nothing, a
 renumbering of registers, warp shuffles, or an exchange through a shared buffer whose swizzle
@@ -15,7 +16,8 @@ from compiler.dialects import tt, ttg
 from compiler.analysis import layouts
 from compiler.analysis.bank_conflicts import offsets_layout, vector_bits
 from compiler.analysis.conversion import element_facts, tensor_plan, unique_registers
-from compiler.analysis.layout_to_linear import identity_nd, out_dim_names, to_linear_layout
+from compiler.analysis.layout_to_linear import (LayoutConversionError, identity_nd, out_dim_names,
+                                                to_linear_layout)
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import (I64, barrier, from_memory, i32, llvm_type, memory_type,
@@ -116,7 +118,13 @@ def move_values(ctx, values, src_type: TensorType, dst_type: TensorType, dst_lay
     plan the two linear layouts allow (`compiler.analysis.conversion`); the plan's one-line
     description goes into the LLVM IR as a comment. `dst_layout` is the destination's linear
     layout over the source's coordinates when the shapes differ (trans, reshape)."""
-    plan = tensor_plan(src_type, dst_type, dst_layout)
+    try:
+        plan = tensor_plan(src_type, dst_type, dst_layout)
+        for t in (src_type, dst_type):
+            _check_threads(ctx, t)
+    except (LayoutConversionError, ValueError) as err:
+        raise LayoutConversionError(f"cannot move {src_type} from {src_type.encoding} to "
+                                    f"{dst_type.encoding}: {err}") from None
     b = ctx.builder
     b.comment(plan.describe())
     if plan.strategy == "noop":
@@ -129,6 +137,17 @@ def move_values(ctx, values, src_type: TensorType, dst_type: TensorType, dst_lay
     dst = dst_layout if dst_layout is not None else to_linear_layout(dst_type.encoding,
                                                                     dst_type.shape)
     return _through_shared(ctx, values, plan, src, dst)
+
+
+def _check_threads(ctx, tensor_type) -> None:
+    """A layout the kernel's threads can hold: 32 lanes and the kernel's number of warps."""
+    layout = to_linear_layout(tensor_type.encoding, tensor_type.shape)
+    lanes, warps = layout.in_dim_size("lane"), layout.in_dim_size("warp")
+    if lanes != 32:
+        raise LayoutConversionError(f"{tensor_type.encoding} has {lanes} lanes per warp, not 32")
+    if ctx.indexer.num_warps is not None and warps != ctx.indexer.num_warps:
+        raise LayoutConversionError(f"{tensor_type.encoding} spreads over {warps} warps but the "
+                                    f"kernel has {ctx.indexer.num_warps}")
 
 
 def _shuffled(ctx, values, plan) -> list:

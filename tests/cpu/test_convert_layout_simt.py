@@ -119,3 +119,16 @@ def test_conversion_ptx_is_accepted_by_ptxas(x, y):
     from tests.cpu.codegen_kernels import compile_ttgir
     compiled = compile_ttgir(_kernel(x, y, "f16"), build_cubin=True)
     assert compiled.asm["cubin"]
+
+
+def test_a_conversion_that_cannot_be_lowered_names_the_op_and_both_layouts():
+    from compiler.codegen.lowering import LoweringError
+    eight = ("#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = "
+             "[4, 2], order = [1, 0]}>")
+    text = _kernel("rows", "cols", "f32").replace(LAYOUTS["cols"], eight)
+    with pytest.raises(LoweringError) as err:
+        lower_module(parse_module(text), LoweringOptions(optimize=False))
+    message = str(err.value)
+    assert "ttg.convert_layout" in message and "ttgir line" in message
+    assert "warpsPerCTA = [4, 2]" in message and "warpsPerCTA = [4, 1]" in message
+    assert "spreads over 8 warps but the kernel has 4" in message
