@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 
 __all__ = ["jit", "autotune", "Config", "heuristics", "cdiv", "next_power_of_2", "constexpr",
            "language", "testing", "compile", "JITFunction", "KernelInterface", "Autotuner",
-           "Heuristics", "CompilationError", "KernelArgumentError"]
+           "Heuristics", "CompilationError", "KernelArgumentError", "TritonError", "knobs",
+           "set_allocator", "runtime", "compiler", "tools", "OutOfResources"]
 
 
 def cdiv(x: int, y: int) -> int:
@@ -32,15 +33,28 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+#: Names loaded on first use: name -> (module, attribute or None for the module itself).
+_LAZY = {
+    "compile": ("compiler.compiler", "compile"),
+    "compiler": ("compiler.compiler", None),
+    "testing": ("compiler.testing", None),
+    "runtime": ("compiler.runtime", None),
+    "knobs": ("compiler.knobs", None),
+    "tools": ("compiler.tools", None),
+    "errors": ("compiler.errors", None),
+    "CompilationError": ("compiler.frontend.errors", "CompilationError"),
+    "TritonError": ("compiler.errors", "TritonError"),
+    "set_allocator": ("compiler.runtime.allocation", "set_allocator"),
+    "OutOfResources": ("compiler.runtime.errors", "OutOfResources"),
+}
+
+
 def __getattr__(name: str):
-    """Load the heavier names on first use: `compile`, `testing`, `CompilationError`."""
-    if name == "compile":
-        from compiler.compiler import compile as compile_fn
-        return compile_fn
-    if name == "testing":
-        import compiler.testing as testing_module
-        return testing_module
-    if name == "CompilationError":
-        from compiler.frontend.errors import CompilationError
-        return CompilationError
-    raise AttributeError(f"module 'compiler' has no attribute '{name}'")
+    """Load the heavier names on first use (`compile`, `compiler`, `testing`, `runtime`,
+    `knobs`, `tools`, the error classes, `set_allocator`)."""
+    import importlib
+    if name not in _LAZY:
+        raise AttributeError(f"module 'compiler' has no attribute '{name}'")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    return module if attribute is None else getattr(module, attribute)

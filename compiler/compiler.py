@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.dialects.tt import FuncOp
+from compiler.codegen.backend import GPUTarget
+from compiler.frontend import errors  # noqa: F401  (`triton.compiler.errors`)
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module
@@ -26,6 +28,8 @@ from compiler.ir.verifier import verify_module
 from compiler.stage_state import (BACKEND, DRIVER_KEY_OPTIONS, CompileOptions,  # noqa: F401
                                   CompileState, KernelMetadata, backend_for)
 from compiler.trace import CompileTrace, encode_constexpr, encode_options
+from compiler.runtime.specialization import ASTSource  # noqa: F401  (`triton.compiler.ASTSource`)
+from compiler.watchdog import Watchdog
 
 class CompiledKernel:
     """A compiled specialization: every stage's text (`asm`), metadata, trace, and `launch`."""
@@ -88,12 +92,45 @@ class CompiledKernel:
         """Launch on the GPU over `grid` with `args` (kernel parameters, constexprs excluded)."""
         self.launcher().launch(grid, args, stream)
 
+    # -- Triton's compiled-kernel interface (`triton.compile(...)` results) -------------------
+    def __getitem__(self, grid):
+        """`kernel[grid](*args)`: launch over `grid` (a tuple of up to three ints)."""
+        return lambda *args, stream=None: self.run(grid, *args, stream=stream)
+
+    def run(self, grid, *args, stream=None) -> None:
+        """Launch with the kernel's arguments in signature order; constexpr arguments (entries
+        "constexpr" in an ASTSource signature) may be passed too and are skipped."""
+        signature = list(self.trace.specialization.get("signature", {}).values())
+        if len(args) == len(signature):
+            args = tuple(a for a, kind in zip(args, signature) if kind != "constexpr")
+        self.launch(grid, args, stream)
+
+    def _init_handles(self) -> None:
+        """Load the module onto the GPU now (Triton loads it on first launch otherwise)."""
+        self.launcher()
+
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread, as ptxas reported them (0 without a cubin)."""
+        return int(self.trace.cubin_info.get("registers", 0)) if self.trace.cubin_info else 0
+
+    @property
+    def n_spills(self) -> int:
+        """Bytes spilled to local memory (ptxas's spill stores; 0 without a cubin)."""
+        return int(self.trace.cubin_info.get("spill_stores", 0)) if self.trace.cubin_info else 0
+
 
 # ---- entry points -------------------------------------------------------------------------------
 def compile(src, options: dict | CompileOptions | None = None, pipelines: dict | None = None,
-            stop_after: str | None = None) -> CompiledKernel:
+            stop_after: str | None = None, *, target: GPUTarget | None = None) -> CompiledKernel:
     """Compile `src` through every stage (up to `stop_after`): an ASTSource, a path to a
-    .ttir/.ttgir file, or a parsed ttir/ttgir `Module` (ttgir when it has ttg.num-warps)."""
+    .ttir/.ttgir file, or a parsed ttir/ttgir `Module` (ttgir when it has ttg.num-warps).
+    Triton's spelling `compile(src, target=GPUTarget("cuda", 90, 32), options={...})` works too:
+    a target (also as the second positional argument) sets the architecture."""
+    if isinstance(options, GPUTarget):       # Triton's positional order: compile(src, target)
+        options, target = None, options
+    if target is not None:
+        options = _with_target(options, target)
     if isinstance(options, CompileOptions):
         opts = options
         if pipelines:
@@ -117,6 +154,16 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         from compiler.dump import dump_trace_or_warn
         dump_trace_or_warn(kernel.trace, Path(opts.dump_dir) / kernel.name)
     return kernel
+
+
+def _with_target(options, target: GPUTarget):
+    """`options` with the architecture of a CUDA `target`; other backends are refused."""
+    if target.backend not in ("cuda", BACKEND):
+        raise ValueError(f"target backend '{target.backend}' is not supported; this compiler "
+                         f"generates code for CUDA (GPUTarget('cuda', <sm>, 32))")
+    if isinstance(options, CompileOptions):
+        return replace(options, arch=int(target.arch))
+    return {**dict(options or {}), "arch": int(target.arch)}
 
 
 def _compile_cached(src, opts: CompileOptions) -> CompiledKernel:
@@ -148,7 +195,8 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
             from compiler.passes.requirements import check_stage_input
             check_stage_input(state.ttgir, name)
         start = time.perf_counter()
-        stage(state)
+        with Watchdog(state.options.stage_timeout_s, name) as state.watchdog:
+            stage(state)
         state.trace.stage_times_ms[name] = (time.perf_counter() - start) * 1e3
         if name == stop_after:
             break
@@ -173,8 +221,9 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                                          "options": encode_options(opts)})
     trace.stages["source"] = _function_source(fn)
     start = time.perf_counter()
-    module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
-                           opts.frontend_options())
+    with Watchdog(opts.stage_timeout_s, "frontend"):
+        module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
+                               opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 

@@ -6,6 +6,7 @@
     check_pipeline(text) / parse_stage_overrides(items)   read and validate pipeline strings
     describe_layout(encoding_text, shape)                 who owns which element of a layout
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
+    bisect(path, kernel=None, pipelines=None)             the first pass that changes results
 
 Settings travel as arguments (never through `os.environ`); the traces it hands back are
 `compiler.trace` objects. Errors a user can cause come back as `ToolError`s (a `ValueError`)
@@ -87,6 +88,17 @@ def parse_stage_overrides(items: list[str]) -> dict:
             raise PipelineError(f"the {stage} pipeline is empty", item, len(item))
         pipelines[stage] = pipeline.strip()
     return pipelines
+
+
+def bisect(path: str | Path, kernel: str | None = None, pipelines: dict | None = None,
+           seed: int = 0, gpu: bool = False, script_args=()) -> list:
+    """Per kernel of a script (or a .ttir file), the first ttir/ttgir pass whose results differ
+    from the unoptimized reference, in the interpreter or (`gpu`) with pipelines cut after each
+    pass: `compiler.differential.DifferentialReport`s (`summary()`, `checks`, `first`,
+    `diff()`)."""
+    from compiler.differential import bisect as first_differing_pass
+    return first_differing_pass(path, kernel, pipelines, seed=seed, gpu=gpu,
+                                script_args=script_args)
 
 
 # ---- running a script ---------------------------------------------------------------------------

@@ -27,8 +27,18 @@ class KernelMetadata:
     threads_per_warp: int = 32
     num_ctas: int = 1
     shared: int = 0
-    target: str = ""
+    target_name: str = ""          # the module's `ttg.target`, e.g. "cuda:90"
     arg_kinds: tuple = ()
+
+    @property
+    def target(self):
+        """Triton's `metadata.target`: a `GPUTarget("cuda", arch, warp size)` (None when the
+        module named no target)."""
+        from compiler.codegen.backend import GPUTarget
+        backend, _, arch = self.target_name.partition(":")
+        if not arch.isdigit():
+            return None
+        return GPUTarget(backend, int(arch), self.threads_per_warp)
 
     @classmethod
     def from_ttgir(cls, module: Module, name: str = "", reader: str = "") -> "KernelMetadata":
@@ -47,7 +57,7 @@ class KernelMetadata:
         return cls(name=name, num_warps=int(value("ttg.num-warps", 0)),
                    threads_per_warp=int(value("ttg.threads-per-warp", 32)),
                    num_ctas=int(value("ttg.num-ctas", 1)), shared=int(value("ttg.shared", 0)),
-                   target=str(value("ttg.target", "")))
+                   target_name=str(value("ttg.target", "")))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "KernelMetadata":
@@ -65,9 +75,16 @@ class KernelMetadata:
 
     def __getitem__(self, key: str):
         """Read a field by name (`metadata["num_warps"]`), as Triton's metadata allows."""
-        if key not in {f.name for f in fields(self)}:
+        if key not in {f.name for f in fields(self)} | {"target"}:
             raise KeyError(key)
         return getattr(self, key)
+
+    def __getattr__(self, name: str):
+        """Only for names that are not fields: say which fields there are."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"kernel metadata has no field '{name}' (fields: "
+                             + ", ".join(f.name for f in fields(self)) + ", target)")
 
     def get(self, key: str, default=None):
         """A field by name, or `default` when there is no such field."""

@@ -24,6 +24,7 @@ from compiler.ir.printer import print_module_with_lines
 from compiler.metadata import KernelMetadata, MetadataError  # noqa: F401
 from compiler.passes.manager import ENV_PIPELINE_VARS, pipeline_from_env
 from compiler.trace import CompileTrace
+from compiler.watchdog import DEFAULT_STAGE_TIMEOUT_S
 
 #: The backend the driver compiles for (its options class is `CompileOptions`' base).
 BACKEND = "nvidia"
@@ -47,6 +48,10 @@ class CompileOptions(NvidiaOptions):
     build_sass: bool = True
     override_dir: str | None = None
     dump_dir: str | None = None
+    #: the watchdog's limit per stage in seconds (None: unbounded); TILE_STAGE_TIMEOUT
+    stage_timeout_s: float | None = field(default=DEFAULT_STAGE_TIMEOUT_S, metadata={
+        "check": lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and v > 0,
+        "allowed": "a positive number of seconds, or None for no limit"})
 
     @classmethod
     def backend_option_names(cls) -> tuple[str, ...]:
@@ -73,6 +78,9 @@ class CompileOptions(NvidiaOptions):
             values["debug"] = True
         if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
             values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
+        if "TILE_STAGE_TIMEOUT" in environ and "stage_timeout_s" not in values:
+            values["stage_timeout_s"] = _seconds_from_env("TILE_STAGE_TIMEOUT",
+                                                          environ["TILE_STAGE_TIMEOUT"])
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
@@ -123,6 +131,17 @@ class CompileOptions(NvidiaOptions):
                 "default_dot_input_precision": self.default_dot_input_precision}
 
 
+def _seconds_from_env(name: str, text: str) -> float | None:
+    """A time limit from an environment variable: seconds, or 0 / "none" for no limit."""
+    if text.strip().lower() in ("0", "none", "off", ""):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise OptionError(f"{name}={text!r} is not a number of seconds (0 or 'none' for no "
+                          f"limit)") from None
+
+
 def backend_for(arch: int | None = None):
     """The backend object for `arch` (default: the backend's default architecture, so an
     option set without `arch` compiles for it whatever GPU is present)."""
@@ -144,6 +163,7 @@ class CompileState:
     ptx: str | None = None
     cubin: bytes | None = None
     metadata: KernelMetadata | None = None
+    watchdog: object = None         # the running stage's `compiler.watchdog.Watchdog`
 
 
 def override_text(state: CompileState, stage: str) -> str | None:

@@ -152,6 +152,15 @@ def do_bench(fn, warmup: float = 25, rep: float = 100, grad_to_none=None, quanti
     return _summarize(times, quantiles, return_mode)
 
 
+def do_bench_cudagraph(fn, rep: float = 20, grad_to_none=None, quantiles=None,
+                       return_mode: str = "mean"):
+    """Triton's CUDA-graph timing. Not supported: our launches are not captured into CUDA
+    graphs yet, so this refuses (NotImplementedError) rather than time something else."""
+    raise NotImplementedError("triton.testing.do_bench_cudagraph is not supported by this "
+                              "compiler (launches are not captured into CUDA graphs yet); "
+                              "use triton.testing.do_bench")
+
+
 def _summarize(times: list, quantiles, return_mode: str):
     if quantiles is not None:
         values = np.quantile(np.asarray(times, dtype=np.float64), list(quantiles)).tolist()

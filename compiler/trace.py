@@ -126,6 +126,8 @@ class CompileTrace:
     ttgir_op_python: dict = field(default_factory=dict)  # ttgir line (str) -> "file:line:col"
     launches: list = field(default_factory=list)         # Launch
     notes: list = field(default_factory=list)            # e.g. "ptxas not found: driver JIT"
+    regions: list = field(default_factory=list)          # in-kernel regions: id, name, kind,
+    #     ttgir_lines, python_lines, count, ns/cycles {min, median, max, total} (profiler)
     schema_version: int = TRACE_SCHEMA_VERSION
 
     def passes_of(self, stage: str) -> list:

@@ -19,6 +19,16 @@ ALIASES = {
     "triton.language.math": "compiler.language.math",
     "triton.testing": "compiler.testing",
     "triton.profiler": "compiler.profiler",
+    "triton.profiler.language": "compiler.profiler.language",
+    "triton.compiler": "compiler.compiler",
+    "triton.compiler.errors": "compiler.frontend.errors",
+    "triton.runtime": "compiler.runtime",
+    "triton.runtime.driver": "compiler.runtime.driver",
+    "triton.runtime.errors": "compiler.runtime.errors",
+    "triton.errors": "compiler.errors",
+    "triton.knobs": "compiler.knobs",
+    "triton.tools": "compiler.tools",
+    "triton.tools.tensor_descriptor": "compiler.tools.tensor_descriptor",
 }
 
 _MISSING = object()

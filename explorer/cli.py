@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from compiler.trace import load_traces
-from explorer import prof
+from explorer import bisect, prof
 from explorer.metrics import format_table, metric_rows, trace_metrics
 from explorer.timing import add_gpu_timing, gpu_present, why_not_timed
 
@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "prof":
             return prof.main(argv[1:])
+        if argv and argv[0] == "bisect":
+            return bisect.main(argv[1:])
         if argv and argv[0] == "compare":
             return compare(argv[1:])
         return explore(argv)

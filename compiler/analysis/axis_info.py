@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-from compiler.ir.attributes import DenseArrayAttr, DenseAttr, IntegerAttr
 from compiler.dialects import arith, scf, tt, ttg
+from compiler.dialects.tt import PointerType
+from compiler.ir.attributes import DenseArrayAttr, DenseAttr, IntegerAttr
 from compiler.ir.core import BlockArgument, Operation, Value
 from compiler.ir.traits import Elementwise
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType, Type
+from compiler.ir.types import FloatType, IntegerType, TensorType, Type
 
 MAX_DIVISIBILITY = 1 << 30
 

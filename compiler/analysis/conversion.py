@@ -345,7 +345,8 @@ def unique_registers(layout: LinearLayout) -> list:
 def element_facts(tensor_type) -> tuple:
     """(bytes per element in shared memory, whether vector accesses may carry it): pointers
     move as 8-byte integers one by one, i1 one by one."""
-    from compiler.ir.types import IntegerType, PointerType
+    from compiler.dialects.tt import PointerType
+    from compiler.ir.types import IntegerType
     from .shared_memory import byte_width
     element = tensor_type.element
     if isinstance(element, PointerType):

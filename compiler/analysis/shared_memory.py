@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
-from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, ReduceOp, ReshapeOp, ScanOp,
-                                  TransOp)
-from compiler.dialects.ttg import ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp
+from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, PointerType, ReduceOp,
+                                  ReshapeOp, ScanOp, TransOp)
+from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
+                                   MemDescType, NVMMASharedEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
-from compiler.ir.types import FloatType, IntegerType, MemDescType, PointerType, TensorType
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
 ALIGNMENT = 16
 
@@ -105,14 +106,28 @@ class Buffer:
     end: int
     kind: str
     offset: int = -1
+    align: int = ALIGNMENT
 
     def overlaps(self, other: "Buffer") -> bool:
         """Whether both buffers are alive at some op."""
         return self.start <= other.end and other.start <= self.end
 
 
-def _align(n: int) -> int:
-    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+#: alignment of buffers in a swizzled #ttg.nvmma_shared layout (wgmma's swizzle XORs address
+#: bits 4-9, so the pattern must start on a 1024-byte boundary)
+NVMMA_ALIGNMENT = 1024
+
+
+def _align(n: int, alignment: int = ALIGNMENT) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def buffer_alignment(t: MemDescType) -> int:
+    """The byte alignment a shared buffer of type `t` needs."""
+    enc = t.encoding
+    if isinstance(enc, NVMMASharedEncoding) and enc.swizzling_byte_width:
+        return NVMMA_ALIGNMENT
+    return ALIGNMENT
 
 
 def _number_ops(func: Operation) -> dict:
@@ -169,8 +184,9 @@ def buffers(func: Operation) -> list[Buffer]:
     for op in index:
         if isinstance(op, LocalAllocOp):
             t = op.results[0].type
-            out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t)), index[op],
-                              _live_end(op, index, last), "explicit"))
+            align = buffer_alignment(t)
+            out.append(Buffer(op, _align(_numel(t.shape) * byte_width(t), align), index[op],
+                              _live_end(op, index, last), "explicit", align=align))
             continue
         size = scratch_bytes(op)
         if size:
@@ -188,7 +204,7 @@ def allocate(func: Operation) -> tuple[list[Buffer], int]:
         for other in sorted((p for p in placed if p.overlaps(buf)), key=lambda p: p.offset):
             if offset + buf.size <= other.offset:
                 break
-            offset = max(offset, other.offset + other.size)
+            offset = _align(max(offset, other.offset + other.size), buf.align)
         buf.offset = offset
         placed.append(buf)
     total = max((b.offset + b.size for b in bufs), default=0)

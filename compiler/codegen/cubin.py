@@ -7,10 +7,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from compiler.runtime.errors import PTXASError
+
 from .toolchain import find_tool
 
 
-class PtxasError(Exception):
+class PtxasError(PTXASError):
     """ptxas rejected the PTX; the message holds its diagnostics."""
 
 
@@ -33,10 +35,10 @@ def parse_ptxas_info(text: str) -> dict:
 
 
 def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True,
-             maxnreg: int | None = None) -> tuple:
+             maxnreg: int | None = None, timeout_s: float | None = None) -> tuple:
     """(cubin bytes, info) for PTX text; `maxnreg` (when given) caps the registers per thread
-    (`--maxrregcount`). Raises PtxasError with ptxas's messages on failure and
-    FileNotFoundError when ptxas is not installed."""
+    (`--maxrregcount`). Raises PtxasError with ptxas's messages on failure or when ptxas runs
+    past `timeout_s` seconds (None: no limit), FileNotFoundError when ptxas is not installed."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
         raise FileNotFoundError("ptxas not found (set TILE_PTXAS_PATH or put it on the PATH)")
@@ -49,7 +51,11 @@ def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True,
             cmd.insert(1, "-lineinfo")
         if maxnreg is not None:
             cmd.insert(1, f"--maxrregcount={maxnreg}")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise PtxasError(f"ptxas ran past {timeout_s:g} s and was stopped (raise the limit "
+                             f"with the compile option stage_timeout_s)") from None
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise PtxasError(report.strip())

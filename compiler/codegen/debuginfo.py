@@ -19,6 +19,10 @@ def python_location(op: Operation):
     return op.loc.file_line_col()
 
 
+#: The named metadata this module adds (the compile unit and the debug-info version flags).
+DEBUG_NAMED_METADATA = ("llvm.dbg.cu", "llvm.module.flags")
+
+
 class DebugInfo:
     """Builds the DWARF metadata of one kernel whose source file is the ttgir text."""
 

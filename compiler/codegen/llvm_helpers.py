@@ -6,7 +6,8 @@ import struct
 
 from llvmlite import ir
 
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType, Type
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import FloatType, IntegerType, TensorType, Type
 
 
 class BFloatType(ir.Type):
@@ -43,7 +44,9 @@ def llvm_type(t: Type) -> ir.Type:
     if isinstance(t, IntegerType):
         return ir.IntType(t.width)
     if isinstance(t, FloatType):
-        return {"f16": F16, "bf16": BFLOAT, "f32": F32, "f64": F64}[t.kind]
+        # fp8 values are bytes in LLVM (only tensor cores and conversions interpret them)
+        return {"f16": F16, "bf16": BFLOAT, "f32": F32, "f64": F64, "f8E4M3FN": I8,
+                "f8E5M2": I8}[t.kind]
     if isinstance(t, PointerType):
         return ir.PointerType(addrspace=t.address_space)
     raise NotImplementedError(f"no LLVM type for {t}")

@@ -20,7 +20,7 @@ from compiler.analysis.layout_to_linear import (LayoutConversionError, identity_
                                                 to_linear_layout)
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import (I64, barrier, from_memory, i32, llvm_type, memory_type,
+from .llvm_helpers import (I64, barrier, from_memory, i32, inline_ptx, llvm_type, memory_type,
                            shuffle_idx, to_memory)
 from .registry import lowers
 
@@ -60,6 +60,9 @@ def shared_offset(builder, shared_layout, coords, shape):
     (row, col) sits at column col ^ (((row / perPhase) % maxPhase) * vec): Triton's swizzling,
     which keeps each `vec` group contiguous and spreads the groups of consecutive rows over the
     banks. Other buffers are row-major."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        from .nvmma import emit_offset
+        return emit_offset(builder, shared_layout, coords, shape)
     if not follows_order(shared_layout):
         return flat_offset(builder, coords, shape)
     inner, outer = shared_layout.order[0], shared_layout.order[1]
@@ -269,11 +272,12 @@ def lower_convert_layout(ctx, op):
 # ---- explicit shared memory buffers --------------------------------------------------------------
 def buffer_layout(shared_layout, shape) -> "LinearLayout":
     """Where each element of an explicit shared buffer sits, as a linear layout offset ->
-    coordinates: the shared encoding's own map for buffers that follow it (`follows_order`:
-    swizzled_shared with vec > 1), row-major for the others (the FMA dot's staging, and the
-    buffers the tensor-core and async-copy lowerings address row-major)."""
+    coordinates: the shared encoding's own map for buffers that follow it (nvmma_shared, whose
+    closed form is nvmma.emit_offset, and swizzled_shared with vec > 1: `follows_order`),
+    row-major for the others (the FMA dot's staging, as `shared_offset` addresses them)."""
     shape = tuple(shape)
-    if shared_layout is not None and follows_order(shared_layout):
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding) or (
+            shared_layout is not None and follows_order(shared_layout)):
         return to_linear_layout(shared_layout, shape)
     rank = len(shape)
     return identity_nd("offset", shape, list(reversed(range(rank)))).transpose_outs(
@@ -304,6 +308,13 @@ def read_buffer(ctx, base, value_type, shared_layout) -> list:
     return _load_registers(ctx, base, regs, offsets, vec, elem_bytes, llvm_type(value_type))
 
 
+def fence_for_async_proxy(ctx, shared_layout) -> None:
+    """After ordinary stores into a buffer that wgmma reads (an nvmma_shared layout):
+    `fence.proxy.async.shared::cta`, which makes them visible to the tensor cores' async proxy."""
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding):
+        inline_ptx(ctx.builder, ir.VoidType(), "fence.proxy.async.shared::cta;", "", [])
+
+
 @lowers(ttg.LocalAllocOp)
 def lower_local_alloc(ctx, op):
     """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
@@ -314,6 +325,7 @@ def lower_local_alloc(ctx, op):
         barrier(ctx.builder)
         write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
                         op.results[0].type.encoding)
+        fence_for_async_proxy(ctx, op.results[0].type.encoding)
         barrier(ctx.builder)
 
 
@@ -323,6 +335,7 @@ def lower_local_store(ctx, op):
     value, buf = op.operands
     barrier(ctx.builder)
     write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
+    fence_for_async_proxy(ctx, buf.type.encoding)
     barrier(ctx.builder)
 
 

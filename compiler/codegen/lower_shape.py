@@ -67,6 +67,8 @@ def lower_expand_dims(ctx, op):
         ctx.set(op.results[0], ctx.get(op.operands[0]))
         return
     axis = op.attributes["axis"].value
+    if not (isinstance(axis, int) and 0 <= axis < len(dst.shape)):
+        raise LoweringError(f"axis = {axis} is not a dim of the rank-{len(dst.shape)} result")
     _reindex_linear(ctx, op, src, dst, lambda c: tuple(v for d, v in enumerate(c) if d != axis))
 
 

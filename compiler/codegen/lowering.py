@@ -4,6 +4,12 @@ A distributed tensor becomes a Python list of per-register LLVM values, in the r
 `compiler.analysis.layouts`; a scalar is a list of one value. Each op is lowered by the function
 registered for its name in `compiler.codegen.registry`, with the builder's debug location set to
 the op's line in the printed ttgir, so PTX `.loc`s point back at ttgir ops.
+
+The walk never lets an internal exception out: every operand and result layout is checked
+first (`layout_check`), a `LoweringError` a lowering raises is located at its op, and any other
+exception becomes a located `LoweringError` saying it is a compiler bug (`lowering_errors`).
+The LLVM IR is parsed and verified by LLVM before it is handed on, so a lowering bug is a
+`LoweringError` here and never a crash in LLVM's optimizer or code generator.
 """
 from __future__ import annotations
 
@@ -17,13 +23,19 @@ import compiler.dialects.scf  # noqa: F401
 import compiler.dialects.tt  # noqa: F401
 import compiler.dialects.ttg  # noqa: F401
 from compiler.analysis.layout_to_linear import LayoutConversionError
+from compiler.dialects.tt import PointerType
+from compiler.dialects.ttg import MemDescType
 from compiler.ir.core import Module, Operation, Region, Value
 from compiler.ir.traits import ReturnLike, Terminator
-from compiler.ir.types import PointerType, TensorType, shape_of
+from compiler.ir.types import TensorType, shape_of
 from compiler.metadata import KernelMetadata, MetadataError
 
+from compiler.watchdog import StageTimeout
+
 from . import vector_width as vw
-from .debuginfo import DebugInfo, op_lines, python_location
+from .layout_check import layout_problem, shared_layout_problem
+from .lowering_errors import LoweringError, op_site
+from .debuginfo import DEBUG_NAMED_METADATA, DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
 from .registry import lowering_for
@@ -36,10 +48,6 @@ def parent_handles(op: Operation) -> bool:
     """A terminator its parent op reads (scf.yield, scf.condition, a combine region's return);
     only a function's return is lowered on its own."""
     return op.has_trait(Terminator) and not op.has_trait(ReturnLike)
-
-
-class LoweringError(Exception):
-    """An op the lowering cannot handle; the message names the op and its ttgir line."""
 
 
 @dataclass
@@ -76,8 +84,13 @@ class LoweringContext:
     """State while lowering one function: value map, builder, shared memory, index helpers."""
 
     def __init__(self, module: ir.Module, func: ir.Function, num_warps: int, debug: DebugInfo,
-                 lines: dict, axis):
+                 lines: dict, axis, threads_per_warp: int = 32, ttgir_file: str = "",
+                 ttgir_text: str = ""):
         self.module = module
+        self.threads_per_warp = threads_per_warp
+        self.ttgir_file = ttgir_file
+        self.ttgir_text = ttgir_text
+        self._checked_layouts: set = set()
         self.func = func
         self.num_warps = num_warps
         self.debug = debug
@@ -94,6 +107,7 @@ class LoweringContext:
         self.indexer = LayoutIndexer(self.prologue, num_warps)
         self.shared_bytes = 0
         self._smem = None
+        self.smem_align = 16            # the most any planned buffer needs
         self.local_offsets: dict[int, int] = {}
         self.shared_sources: dict[int, object] = {}   # value -> row-major shared buffer holding it
         self.scratch_base = 0
@@ -121,7 +135,7 @@ class LoweringContext:
             self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
                                            addrspace=3)
             self._smem.linkage = "external"
-            self._smem.align = 16
+            self._smem.align = self.smem_align
             self._smem.type = SHARED_PTR   # an opaque pointer, so GEPs of any element type work
         return self._smem
 
@@ -132,6 +146,7 @@ class LoweringContext:
         cover (or larger than planned) go to an area after everything planned."""
         from compiler.analysis.shared_memory import allocate
         buffers, total = allocate(func_op)
+        self.smem_align = max([16] + [buf.align for buf in buffers])
         for buf in buffers:
             if buf.kind == "explicit":
                 self.local_offsets[id(buf.op)] = buf.offset
@@ -176,13 +191,42 @@ class LoweringContext:
             self.builder.debug_metadata = loc
             self.prologue.debug_metadata = loc
         try:
+            self.check_layouts(op)
             fn(self, op)
-        except LayoutConversionError as err:
-            raise LoweringError(f"{op.name} (ttgir line {self.lines.get(id(op), '?')}): "
-                                f"{err}") from None
+        except StageTimeout:
+            raise
+        except LoweringError as err:
+            raise err.located(self.site(op)) from err.__cause__
+        except LayoutConversionError as err:  # a layout the linear-layout helpers refuse
+            raise LoweringError(str(err), self.site(op)) from err
+        except NotImplementedError as err:     # a helper's "not supported yet": not a bug
+            raise LoweringError(str(err), self.site(op)) from err
+        except Exception as err:  # a lowering bug: located, said to be one, never swallowed
+            raise LoweringError.internal_error(self.site(op), err) from err
         finally:
             # ops nested in a region (a combine function) hand the location back to their parent
             self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata = saved
+
+    def site(self, op: Operation):
+        """Where `op` is (Python position or ttgir line) and its layouts, for errors."""
+        return op_site(op, self.ttgir_file, self.lines.get(id(op)), self.ttgir_text)
+
+    def check_layouts(self, op: Operation) -> None:
+        """A `LoweringError` when an operand or result layout breaks what the lowering assumes
+        (`layout_check.layout_problem`); each (layout, shape) is checked once."""
+        for value in (*op.operands, *op.results):
+            t = value.type
+            if not isinstance(t, (TensorType, MemDescType)) or t.encoding is None:
+                continue
+            key = (t.encoding, t.shape)
+            if key in self._checked_layouts:
+                continue
+            problem = (shared_layout_problem(t.encoding, t.shape) if isinstance(t, MemDescType)
+                       else layout_problem(t.encoding, t.shape, self.num_warps,
+                                           self.threads_per_warp))
+            if problem:
+                raise LoweringError(f"{t} cannot be lowered: {problem}")
+            self._checked_layouts.add(key)
 
     def lower_block(self, block) -> None:
         """Lower every op of a block except a terminator its parent op reads (scf.yield, ...)."""
@@ -206,8 +250,20 @@ def _arg_kind(t) -> str:
 
 
 def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -> LoweredKernel:
-    """Lower the module's public kernel to LLVM IR text (optimized at O3 unless told not to)."""
-    options = options or LoweringOptions()
+    """Lower the module's public kernel to LLVM IR text (optimized at O3 unless told not to).
+    Raises only `LoweringError` (and `StageTimeout` from the watchdog)."""
+    try:
+        return _lower_module(ttgir_module, options or LoweringOptions())
+    except (LoweringError, StageTimeout):
+        raise
+    except Exception as err:  # outside any op (analyses, the ABI, LLVM's checks): a bug
+        raise LoweringError(f"internal error lowering the kernel: {type(err).__name__}: {err}. "
+                            f"This is a compiler bug, not a problem with the kernel; please "
+                            f"report it with the kernel's ttgir (TILE_KERNEL_DUMP=1 writes it)",
+                            internal=True) from err
+
+
+def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKernel:
     functions = ttgir_module.functions()
     kernels = [f for f in functions
                if getattr(f.attributes.get("sym_visibility"), "value", "public") == "public"]
@@ -237,7 +293,9 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
     debug = DebugInfo(module, ttgir_file, name, lines.get(id(func_op), 1))
     fn.set_metadata("dbg", debug.subprogram)
 
-    ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op))
+    ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op),
+                          metadata.threads_per_warp, ttgir_file, text)
+    ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"
@@ -258,6 +316,7 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
     if not options.fp_fusion:
         _forbid_contraction(module)
     llvm_text = str(module)
+    check_llvm_ir(module, name)
     if options.optimize:
         from .optimize import optimize_llvm
         llvm_text = optimize_llvm(llvm_text)
@@ -271,6 +330,49 @@ def lower_module(ttgir_module: Module, options: LoweringOptions | None = None) -
                          arg_kinds=[_arg_kind(a.type) for a in func_op.body.args],
                          ttgir=text, ttgir_file=ttgir_file, op_python=op_python,
                          llvm_module=module)
+
+
+def check_llvm_ir(module: ir.Module, kernel: str) -> None:
+    """Have LLVM parse and verify the lowered module; a `LoweringError` (a lowering bug, e.g.
+    an intrinsic given the wrong type) when it does not, so malformed IR never reaches LLVM's
+    optimizer or code generator, whose failures abort the process. LLVM's parser verifies a
+    module with debug info itself and aborts when it is broken, so the module is checked
+    printed without its debug info (then `verify()` reports problems as exceptions)."""
+    import llvmlite.binding as llvm
+    try:
+        llvm.parse_assembly(_text_without_debug_info(module)).verify()
+    except RuntimeError as err:
+        raise LoweringError(f"internal error: the lowering of {kernel} made LLVM IR that LLVM "
+                            f"rejects: {str(err).strip()}. This is a compiler bug, not a problem "
+                            f"with the kernel; please report it with the kernel's ttgir "
+                            f"(TILE_KERNEL_DUMP=1 writes it)", internal=True) from None
+
+
+def _text_without_debug_info(module: ir.Module) -> str:
+    """The module's text without its debug locations, subprograms and debug module flags
+    (taken off while printing, then put back)."""
+    taken = []
+    for function in module.functions:
+        for holder in [function, *(i for b in function.blocks for i in b.instructions)]:
+            if "dbg" in holder.metadata:
+                taken.append((holder, holder.metadata.pop("dbg")))
+                _forget_text(holder)
+    named = {name: module.namedmetadata.pop(name) for name in DEBUG_NAMED_METADATA
+             if name in module.namedmetadata}
+    try:
+        return str(module)
+    finally:
+        for holder, value in taken:
+            holder.metadata["dbg"] = value
+            _forget_text(holder)
+        module.namedmetadata.update(named)
+
+
+def _forget_text(value) -> None:
+    """Drop llvmlite's cached text of an instruction (it caches `str()` per value)."""
+    clear = getattr(value, "_clear_string_cache", None)
+    if clear is not None:
+        clear()
 
 
 def _forbid_contraction(module: ir.Module) -> None:

@@ -16,8 +16,10 @@ from compiler.ir.parser import parse_module
 from compiler.ir.verifier import verify_module
 from compiler.passes.instrumentation import TraceInstrumentation
 from compiler.passes.llir import LLIRModule, LLIRTraceInstrumentation
-from compiler.passes.manager import PassManager
+from compiler.codegen.lowering_errors import LoweringError
+from compiler.passes.manager import PassFailure, PassManager
 from compiler.passes.requirements import check_pipeline, check_stage_input, properties_of
+from compiler.watchdog import WatchdogInstrumentation
 from compiler.stage_state import (CompileState, KernelMetadata, override_text,
                                   record_stage_text)
 
@@ -31,7 +33,8 @@ def run_pipeline(state: CompileState, stage: str, module):
     else:
         instrumentation = TraceInstrumentation(state.trace, snapshots=options.snapshots,
                                                verify_each=options.verify_each)
-    manager = PassManager(stage, options.pipelines.get(stage), [instrumentation], options)
+    manager = PassManager(stage, options.pipelines.get(stage),
+                          [instrumentation, WatchdogInstrumentation(state.watchdog)], options)
     if stage != "llir":              # an impossible order is refused before any pass runs
         check_pipeline(manager.passes, stage, given=properties_of(module))
     return manager.run(module)
@@ -74,7 +77,14 @@ def stage_llir(state: CompileState) -> None:
     text = override_text(state, "llir")
     if text is None:
         unit = LLIRModule(state.ttgir, state.metadata, f"{state.name}.ttgir")
-        run_pipeline(state, "llir", unit)
+        try:
+            run_pipeline(state, "llir", unit)
+        except PassFailure as err:   # the lowering's own error is already located: keep it
+            located = err.__cause__
+            if isinstance(located, LoweringError):
+                located.__suppress_context__ = True    # keep its own cause, not the wrapper
+                raise located
+            raise
         if unit.lowered is None:
             raise ValueError("the llir pipeline must lower the kernel: start it with "
                              "convert-tritongpu-to-llvm")
@@ -87,6 +97,18 @@ def stage_llir(state: CompileState) -> None:
     state.trace.stages["llir"] = text
 
 
+def ptx_arch(state: CompileState) -> str:
+    """The PTX `.target` / ptxas `-arch`: the options' sm_XX, with the architecture-specific
+    `a` suffix (sm_90a) when the kernel uses features only that exact chip has (wgmma)."""
+    from compiler.dialects.ttng import WarpGroupDotOp
+    arch = state.options.ptx_arch
+    module = state.ttgir
+    if module is not None and state.options.arch == 90 and \
+            any(isinstance(op, WarpGroupDotOp) for op in module.walk()):
+        return arch + "a"
+    return arch
+
+
 def stage_ptx(state: CompileState) -> None:
     """ptx: LLVM IR to PTX through llvmlite's NVPTX target (the options' arch and PTX
     version); then the ttgir -> PTX line map."""
@@ -94,7 +116,7 @@ def stage_ptx(state: CompileState) -> None:
     from compiler.codegen.ptx import llvm_to_ptx
     text = override_text(state, "ptx")
     options = state.options
-    state.ptx = text if text is not None else llvm_to_ptx(state.llir, options.ptx_arch,
+    state.ptx = text if text is not None else llvm_to_ptx(state.llir, ptx_arch(state),
                                                           options.ptx_features)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
@@ -111,8 +133,8 @@ def stage_cubin(state: CompileState) -> None:
         state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
         return
     options = state.options
-    state.cubin, info = assemble(state.ptx, options.ptx_arch, line_info=options.line_info,
-                                 maxnreg=options.maxnreg)
+    state.cubin, info = assemble(state.ptx, ptx_arch(state), line_info=options.line_info,
+                                 maxnreg=options.maxnreg, timeout_s=options.stage_timeout_s)
     state.trace.cubin_info = info
     state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
 

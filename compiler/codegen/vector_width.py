@@ -14,7 +14,8 @@ from compiler.analysis import axis_info
 from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.analysis.layouts import has_slot_model, is_mma_family, root_blocked, root_dims
 from compiler.dialects.ttg import DotOperandEncoding
-from compiler.ir.types import PointerType, TensorType
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import TensorType
 
 
 def analyze(func_op) -> dict:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from compiler.ir.accessors import attr, operand
-from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
+from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr, StringAttr
 from compiler.ir.core import Operation, register_op
 from compiler.ir.syntax import AttrsThenType, Compare, Convert, OperandTypes, SameType
 from compiler.ir.types import IntegerType, TensorType, shape_of
@@ -10,8 +10,9 @@ from compiler.ir.traits import (Cast, Commutative, ConstantLike, Elementwise, La
                                 SameOperandsAndResultLayout, SameOperandsAndResultType)
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import (chain, define_op, verify_float_operands, verify_int_operands,
-                     verify_same_shape, verify_same_type)
+from .common import (chain, define_op, set_attribute_kinds, set_counts, verify_cast_kinds,
+                     verify_float_operands, verify_int_operands, verify_same_shape,
+                     verify_same_type)
 
 BINARY = (Pure, Elementwise, SameOperandsAndResultType)
 
@@ -107,8 +108,34 @@ def _verify_cast(op):
                                     f"{op.results[0].type}")
 
 
+def _verify_bitcast(op):
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    if not all(t.is_int or t.is_float for t in (src, dst)) or src.width != dst.width:
+        raise VerificationError(op, f"bitcast keeps the bit width: {src} to {dst}")
+
+
+_CAST_KINDS = {"extsi": verify_cast_kinds("int", "int", "<"),
+               "extui": verify_cast_kinds("int", "int", "<"),
+               "trunci": verify_cast_kinds("int", "int", ">"),
+               "extf": verify_cast_kinds("float", "float", "<"),
+               "truncf": verify_cast_kinds("float", "float", ">"),
+               "sitofp": verify_cast_kinds("int", "float"),
+               "uitofp": verify_cast_kinds("int", "float"),
+               "fptosi": verify_cast_kinds("float", "int"),
+               "fptoui": verify_cast_kinds("float", "int"),
+               "bitcast": _verify_bitcast,
+               "index_cast": verify_cast_kinds("int", "int")}
+
 CAST_OPS: dict[str, type[Operation]] = {}
 for _name in ["extsi", "extui", "trunci", "extf", "truncf", "sitofp", "uitofp", "fptosi",
               "fptoui", "bitcast", "index_cast"]:
     CAST_OPS[_name] = define_op(f"{_name.capitalize()}Op", f"arith.{_name}", Convert("to"),
-                                (Pure, Elementwise, Cast), _verify_cast, src=operand(0))
+                                (Pure, Elementwise, Cast), chain(_verify_cast, _CAST_KINDS[_name]),
+                                src=operand(0))
+
+# ---- operand and result counts (checked before the verifiers above run) ------------------------
+set_counts([ConstantOp], operands=0, results=1)
+set_counts(list(BINARY_OPS.values()) + [CmpIOp, CmpFOp], operands=2, results=1)
+set_counts([NegFOp] + list(CAST_OPS.values()), operands=1, results=1)
+set_counts([SelectOp], operands=3, results=1)
+set_attribute_kinds([CmpIOp, CmpFOp], predicate=StringAttr)

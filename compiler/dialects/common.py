@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 from compiler.ir.accessors import is_accessor
+from compiler.ir.context import Dialect, default_context
 from compiler.ir.core import Operation, register_op
 from compiler.ir.types import IntegerType, TensorType, shape_of
 from compiler.ir.verifier_errors import VerificationError
+
+
+def dialect(name: str) -> Dialect:
+    """The built-in dialect `name` of the default context (made on first use)."""
+    return default_context().dialect(name)
 
 
 def define_op(class_name: str, op_name: str, syntax, traits=(), verify=None, doc: str = "",
@@ -71,4 +77,39 @@ def chain(*checks):
     def verify(op):
         for check in checks:
             check(op)
+    return verify
+
+
+def set_counts(classes, operands=None, results=None, regions=0) -> None:
+    """Declare how many operands, results and regions ops of `classes` have (an int, or a
+    (min, max) pair with max None for no bound); the verifier checks them first."""
+    for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+        cls.operand_count, cls.result_count, cls.region_count = operands, results, regions
+
+
+def set_attribute_kinds(classes, **kinds) -> None:
+    """Declare attributes that ops of `classes` must carry, by name and Attribute class."""
+    for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+        cls.attribute_kinds = dict(kinds)
+
+
+ANY = (0, None)
+"""Any number (of operands, results)."""
+
+
+def verify_cast_kinds(source_kind: str, result_kind: str, width_order: str = ""):
+    """A cast verifier: operand scalar is `source_kind` ('int'/'float'), the result's
+    `result_kind`; `width_order` '<' (extension) or '>' (truncation) compares bit widths."""
+    def kind_ok(t, kind):
+        return t.is_int if kind == "int" else t.is_float
+
+    def verify(op):
+        src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+        if not kind_ok(src, source_kind) or not kind_ok(dst, result_kind):
+            raise VerificationError(op, f"casts {source_kind} to {result_kind}, got "
+                                        f"{op.operands[0].type} to {op.results[0].type}")
+        if width_order == "<" and not src.width < dst.width:
+            raise VerificationError(op, f"must widen: {src} to {dst}")
+        if width_order == ">" and not src.width > dst.width:
+            raise VerificationError(op, f"must narrow: {src} to {dst}")
     return verify

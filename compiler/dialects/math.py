@@ -5,7 +5,8 @@ from compiler.ir.accessors import operand
 from compiler.ir.syntax import SameType
 from compiler.ir.traits import Elementwise, Pure
 
-from .common import chain, define_op, verify_float_operands, verify_int_operands, verify_same_type
+from .common import (chain, define_op, set_counts, verify_float_operands, verify_int_operands,
+                     verify_same_type)
 
 FLOAT_UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "absf", "floor",
                "ceil", "erf", "tanh", "log1p", "expm1", "tan", "round", "trunc"]
@@ -20,3 +21,6 @@ AbsIOp = define_op("MathAbsIOp", "math.absi", SameType(), (Pure, Elementwise),
 FmaOp = define_op("MathFmaOp", "math.fma", SameType(), (Pure, Elementwise),
                   chain(verify_same_type, verify_float_operands), a=operand(0), b=operand(1),
                   c=operand(2))
+
+set_counts(list(UNARY_OPS.values()) + [AbsIOp], operands=1, results=1)
+set_counts([FmaOp], operands=3, results=1)

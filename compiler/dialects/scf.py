@@ -10,7 +10,7 @@ from compiler.ir.traits import LayoutBarrier, LoopLike, MayNotTerminate, SameOpe
 from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op
+from .common import ANY, define_op, set_counts
 
 YieldOp = define_op("YieldOp", "scf.yield", Terminator(),
                     (TerminatorTrait, SameOperandsAndResultLayout, LayoutBarrier),
@@ -96,6 +96,9 @@ class ForOp(Operation):
             raise VerificationError(self, "bounds and step must be integers of one type")
         if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
             raise VerificationError(self, "needs one region with one block")
+        if not self.body.args or self.induction_var.type != lb.type:
+            raise VerificationError(self, f"the induction variable must be of the bounds' type "
+                                          f"{lb.type}")
         inits = self.init_args
         if len(self.iter_args) != len(inits) or len(self.results) != len(inits):
             raise VerificationError(self, "iter_args, initial values and results must agree")
@@ -108,7 +111,7 @@ class ForOp(Operation):
 
 def _verify_yield(op, block, types):
     term = block.terminator
-    if term is None or term.name != "scf.yield":
+    if not isinstance(term, YieldOp):
         raise VerificationError(op, "region must end in scf.yield")
     got = [v.type for v in term.operands]
     if got != list(types):
@@ -160,6 +163,9 @@ class IfOp(Operation):
         if len(self.regions) != 2:
             raise VerificationError(self, "needs a then and an else region")
         for region in self.regions:
+            if len(region.blocks) != 1 or region.blocks[0].args:
+                raise VerificationError(self, "then and else regions hold one block without "
+                                              "arguments")
             _verify_yield(self, region.blocks[0], [r.type for r in self.results])
 
 
@@ -176,15 +182,33 @@ class WhileOp(Operation):
     after = block(1)
 
     def verify_op(self):
-        if len(self.regions) != 2:
-            raise VerificationError(self, "needs a before and an after region")
-        cond = self.regions[0].blocks[0].terminator
-        if cond is None or cond.name != "scf.condition":
+        if len(self.regions) != 2 or any(len(r.blocks) != 1 for r in self.regions):
+            raise VerificationError(self, "needs a before and an after region of one block each")
+        before, after = (r.blocks[0] for r in self.regions)
+        inits = [v.type for v in self.operands]
+        results = [r.type for r in self.results]
+        if [a.type for a in before.args] != inits:
+            raise VerificationError(self, "the before region's arguments must have the initial "
+                                          "values' types")
+        cond = before.terminator
+        if not isinstance(cond, ConditionOp):
             raise VerificationError(self, "before region must end in scf.condition")
-        if [v.type for v in cond.operands[1:]] != [r.type for r in self.results]:
+        if not cond.operands or cond.operands[0].type != IntegerType(1):
+            raise VerificationError(self, "scf.condition needs an i1 condition first")
+        if [v.type for v in cond.operands[1:]] != results:
             raise VerificationError(self, "scf.condition must forward the results' types")
+        if [a.type for a in after.args] != results:
+            raise VerificationError(self, "the after region's arguments must have the results' "
+                                          "types")
+        _verify_yield(self, after, inits)
 
 
 ConditionOp = define_op("ConditionOp", "scf.condition", Terminator(),
                         (TerminatorTrait, LayoutBarrier),
                         condition=operand(0), forwarded=variadic_operands(1))
+
+set_counts([YieldOp], operands=ANY, results=0)
+set_counts([ConditionOp], operands=(1, None), results=0)
+set_counts([ForOp], operands=(3, None), results=ANY, regions=1)
+set_counts([IfOp], operands=1, results=ANY, regions=2)
+set_counts([WhileOp], operands=ANY, results=ANY, regions=2)

@@ -2,13 +2,16 @@
 reductions, scans, dot, atomics, printing)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from compiler.ir.accessors import attr, block, operand, optional_operand, variadic_operands
-from compiler.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr, symbol_text
+from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
+                                   TypeAttr, symbol_text)
 from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
                                 Syntax, Terminator)
-from compiler.ir.types import (FunctionType, IntegerType, TensorType, like,
+from compiler.ir.types import (FunctionType, IntegerType, TensorType, Type, like,
                                shape_of)
 from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineRegion, LayoutAnchor,
                                 LayoutBarrier, LayoutExchange, LayoutLeaf, MemoryRead,
@@ -17,7 +20,42 @@ from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineR
 from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, expect_operands, verify_same_shape, verify_same_type
+from .common import (ANY, define_op, dialect, expect_operands, set_attribute_kinds, set_counts,
+                     verify_same_shape, verify_same_type)
+
+TT = dialect("tt")
+
+
+# ---- types -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PointerType(Type):
+    """`!tt.ptr<T>`: a pointer to global memory (address space 1) unless told otherwise."""
+
+    pointee: Type
+    address_space: int = 1
+
+    @property
+    def is_ptr(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        if self.address_space == 1:
+            return f"!tt.ptr<{self.pointee}>"
+        return f"!tt.ptr<{self.pointee}, {self.address_space}>"
+
+
+def _parse_pointer_type(ps) -> PointerType:
+    """`<T[, address_space]>` after `!tt.ptr`."""
+    ps.expect("<")
+    pointee = ps.type()
+    space = 1
+    if ps.consume(","):
+        space = ps.bounded_integer(0, 255, "address space")
+    ps.expect(">")
+    return PointerType(pointee, space)
+
+
+TT.register_type("tt.ptr", _parse_pointer_type)
 
 
 # ---- functions ---------------------------------------------------------------------------------
@@ -97,14 +135,20 @@ class FuncOp(Operation):
     def verify_op(self):
         if len(self.regions) != 1 or not self.regions[0].blocks:
             raise VerificationError(self, "needs one region with an entry block")
+        if not isinstance(self.function_type, FunctionType):
+            raise VerificationError(self, f"function_type must be a function type, got "
+                                          f"{self.function_type}")
         arg_types = tuple(a.type for a in self.body.args)
         if arg_types != self.function_type.inputs:
             raise VerificationError(self, "entry block arguments differ from the function type")
 
 
+TT.allow_at_module_level(FuncOp)
+
+
 def _verify_return(op):
     func = op.parent_op
-    if func is None or func.name != "tt.func":
+    if not isinstance(func, FuncOp):
         raise VerificationError(op, "must be inside a tt.func")
     expected = func.attributes["function_type"].type.results
     got = tuple(v.type for v in op.operands)
@@ -135,7 +179,11 @@ class _CallSyntax(Syntax):
         attrs = ps.attr_dict()
         attrs["callee"] = SymbolRefAttr(callee)
         ps.expect(":")
+        pos = ps.pos
         fn = ps.type()
+        if not isinstance(fn, FunctionType):
+            raise ps.error("expected the callee's type (T...) -> (R...)", pos)
+        ps.check_written_types(operands, fn.inputs, pos)
         return OpParts(operands, list(fn.results), attrs)
 
 
@@ -161,7 +209,10 @@ GetNumProgramsOp = define_op("GetNumProgramsOp", "tt.get_num_programs",
 
 
 def _verify_make_range(op):
-    start, end = op.attributes["start"].value, op.attributes["end"].value
+    start, end = op.attributes["start"], op.attributes["end"]
+    if start.type != IntegerType(32) or end.type != IntegerType(32):
+        raise VerificationError(op, f"start and end must be i32, got {start} and {end}")
+    start, end = start.value, end.value
     t = op.results[0].type
     if not isinstance(t, TensorType) or t.rank != 1 or t.element != IntegerType(32):
         raise VerificationError(op, f"result must be a 1-D i32 tensor, got {t}")
@@ -170,6 +221,8 @@ def _verify_make_range(op):
     n = end - start
     if n <= 0 or n & (n - 1):
         raise VerificationError(op, f"range length {n} must be a power of two")
+    if start < 0:
+        raise VerificationError(op, f"range start {start} must not be negative")
 
 
 MakeRangeOp = define_op("MakeRangeOp", "tt.make_range", AttrsThenType(),
@@ -198,6 +251,8 @@ def _verify_broadcast(op):
 def _verify_expand_dims(op):
     src, dst = op.operands[0].type, op.results[0].type
     axis = op.attributes["axis"].value
+    if not isinstance(dst, TensorType) or not 0 <= axis <= len(shape_of(src)):
+        raise VerificationError(op, f"axis {axis} out of range for {src}")
     expected = list(shape_of(src))
     expected.insert(axis, 1)
     if tuple(expected) != shape_of(dst):
@@ -207,6 +262,8 @@ def _verify_expand_dims(op):
 
 def _verify_reshape(op):
     src, dst = op.operands[0].type, op.results[0].type
+    if not isinstance(src, TensorType) or not isinstance(dst, TensorType):
+        raise VerificationError(op, "reshape works on tensors")
     if src.numel != dst.numel or src.element != dst.element:
         raise VerificationError(op, f"reshape keeps element count and type: {src} -> {dst}")
 
@@ -214,6 +271,8 @@ def _verify_reshape(op):
 def _verify_trans(op):
     src, dst = op.operands[0].type, op.results[0].type
     order = op.attributes["order"].values
+    if not isinstance(src, TensorType) or not isinstance(dst, TensorType):
+        raise VerificationError(op, "trans works on tensors")
     if sorted(order) != list(range(src.rank)):
         raise VerificationError(op, f"order {list(order)} is not a permutation of the dims")
     if tuple(src.shape[i] for i in order) != dst.shape:
@@ -271,6 +330,8 @@ AddPtrOp = define_op("AddPtrOp", "tt.addptr", OperandTypes(lambda ts, a: ts[0]),
 
 def _load_result(types, attrs):
     ptr = types[0]
+    if not ptr.scalar.is_ptr:
+        return ptr                  # the verifier rejects the load, with its location
     return like(ptr, ptr.scalar.pointee)
 
 
@@ -320,6 +381,8 @@ def _verify_atomic_rmw(op):
     if kind not in ATOMIC_RMW_KINDS:
         raise VerificationError(op, f"unknown atomic kind '{kind}'")
     ptr, val = op.operands[0].type, op.operands[1].type
+    if not ptr.scalar.is_ptr:
+        raise VerificationError(op, f"needs a pointer operand, got {ptr}")
     if val != like(ptr, ptr.scalar.pointee) or op.results[0].type != val:
         raise VerificationError(op, "value and result must match the pointee type")
 
@@ -333,6 +396,10 @@ AtomicRMWOp = define_op("AtomicRMWOp", "tt.atomic_rmw", None,
 
 def _verify_atomic_cas(op):
     ptr, cmp, val = (v.type for v in op.operands)
+    if not ptr.scalar.is_ptr:
+        raise VerificationError(op, f"needs a pointer operand, got {ptr}")
+    if op.results[0].type != val:
+        raise VerificationError(op, "the result has the value's type")
     if cmp != val or val != like(ptr, ptr.scalar.pointee):
         raise VerificationError(op, "compare and value must match the pointee type")
 
@@ -346,10 +413,13 @@ AtomicCASOp = define_op("AtomicCASOp", "tt.atomic_cas", None,
 # ---- reductions, scans, dot -------------------------------------------------------------------
 def _verify_reduce(op):
     axis = op.attributes["axis"].value
-    if len(op.regions) != 1:
-        raise VerificationError(op, "needs one combine region")
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        raise VerificationError(op, "needs one combine region of one block")
     block = op.regions[0].blocks[0]
     n = len(op.operands)
+    if len(op.results) != n:
+        raise VerificationError(op, f"reduces {n} operands into {len(op.results)} results")
+    _verify_combiner_types(op, block)
     if len(block.args) != 2 * n:
         raise VerificationError(op, f"combine region needs {2 * n} arguments, has {len(block.args)}")
     for v, r in zip(op.operands, op.results):
@@ -371,11 +441,31 @@ ReduceOp = define_op("ReduceOp", "tt.reduce", None, (Pure, HasCombineRegion, Sha
 ReduceReturnOp = define_op("ReduceReturnOp", "tt.reduce.return", Terminator(), (TerminatorTrait,))
 
 
+def _verify_combiner_types(op, block):
+    """The combine region takes (accumulators..., values...) of the operands' element types."""
+    elements = [v.type.scalar for v in op.operands]
+    if [a.type for a in block.args] != elements * 2:
+        raise VerificationError(op, "the combine region's arguments must be two sets of the "
+                                    "operands' element types")
+    term = block.terminator
+    if term is not None and [v.type for v in term.operands] != elements:
+        raise VerificationError(op, "the combine region must return the operands' element types")
+
+
 def _verify_scan(op):
     axis = op.attributes["axis"].value
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        raise VerificationError(op, "needs one combine region of one block")
+    if len(op.results) != len(op.operands):
+        raise VerificationError(op, f"scans {len(op.operands)} operands into "
+                                    f"{len(op.results)} results")
+    block = op.regions[0].blocks[0]
+    if len(block.args) != 2 * len(op.operands):
+        raise VerificationError(op, f"combine region needs {2 * len(op.operands)} arguments")
+    _verify_combiner_types(op, block)
     for v, r in zip(op.operands, op.results):
-        if v.type != r.type:
-            raise VerificationError(op, "scan results keep the operand types")
+        if v.type != r.type or not isinstance(v.type, TensorType):
+            raise VerificationError(op, "scan results keep the operand (tensor) types")
         if not 0 <= axis < v.type.rank:
             raise VerificationError(op, f"axis {axis} out of range for {v.type}")
 
@@ -437,5 +527,100 @@ PrintOp = define_op("PrintOp", "tt.print", None,
 AssertOp = define_op("AssertOp", "tt.assert", None,
                      (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
                      condition=operand(0))
+
+# ---- in-kernel profiling ----------------------------------------------------------------------
+class _ProfileRecordSyntax(Syntax):
+    """`tt.profile_enter 3 "loop L12" {attrs}`: the region id, then its name."""
+
+    def print(self, p, op, indent):
+        rest = p.attr_dict(op.attributes, exclude=("region", "name"))
+        return f"{op.name} {op.attributes['region'].value} {op.attributes['name']}{rest}"
+
+    def parse(self, ps, cls, num_results):
+        region = ps.integer()
+        name = ps.string()
+        attrs = ps.attr_dict()
+        attrs.update(region=IntegerAttr(region, IntegerType(32)), name=StringAttr(name))
+        return OpParts([], [], attrs)
+
+
+def _verify_profile_record(op) -> None:
+    expect_operands(op, 0)
+    if op.results:
+        raise VerificationError(op, "has no results")
+    region = op.attributes.get("region")
+    if region is None or not isinstance(region.value, int) or region.value < 0:
+        raise VerificationError(op, "needs a `region` id >= 0")
+    if not isinstance(op.attributes.get("name"), StringAttr):
+        raise VerificationError(op, "needs a `name` string")
+
+
+class ProfileRecordOp(Operation):
+    """Base of `tt.profile_enter` / `tt.profile_exit`: one timestamp record of region `region`
+    (`kind`: 0 enter, 1 exit). MemoryWrite (they store into the profile buffer), never Pure:
+    CSE must not merge them, LICM must not hoist them, DCE must not drop them. Outside a module
+    the `instrument-regions` pass has run on, the lowering emits nothing for them."""
+
+    syntax = _ProfileRecordSyntax()
+    traits = (MemoryWrite,)
+    kind: int = 0
+    verify_op = _verify_profile_record
+    region = attr("region")
+    label = attr("name")
+
+
+ProfileEnterOp = define_op("ProfileEnterOp", "tt.profile_enter", ProfileRecordOp.syntax,
+                           ProfileRecordOp.traits, doc="`tt.profile_enter`: region `region` "
+                           "starts (see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp = define_op("ProfileExitOp", "tt.profile_exit", ProfileRecordOp.syntax,
+                          ProfileRecordOp.traits, doc="`tt.profile_exit`: region `region` ends "
+                          "(see ProfileRecordOp).", base=ProfileRecordOp)
+ProfileExitOp.kind = 1
+
+
+# ---- operand, result and attribute declarations (checked before the verifiers above) --------
+set_counts([FuncOp], operands=0, results=0, regions=1)
+set_counts([ReturnOp, ReduceReturnOp, ScanReturnOp], operands=ANY, results=0)
+set_counts([CallOp], operands=ANY, results=ANY)
+set_counts([GetProgramIdOp, GetNumProgramsOp, MakeRangeOp], operands=0, results=1)
+set_counts([SplatOp, BroadcastOp, ExpandDimsOp, ReshapeOp, TransOp, BitcastOp, IntToPtrOp,
+            PtrToIntOp, PreciseSqrtOp], operands=1, results=1)
+set_counts([PreciseDivFOp, MulhiUIOp, AddPtrOp], operands=2, results=1)
+set_counts([LoadOp], operands=(1, 3), results=1)
+set_counts([StoreOp], operands=(2, 3), results=0)
+set_counts([AtomicRMWOp], operands=(2, 3), results=1)
+set_counts([AtomicCASOp, DotOp], operands=3, results=1)
+set_counts([ReduceOp, ScanOp], operands=(1, None), results=(1, None), regions=1)
+set_counts([PrintOp, AssertOp], operands=ANY, results=0)
+set_counts([ProfileEnterOp, ProfileExitOp], operands=0, results=0)
+set_attribute_kinds([FuncOp], sym_name=StringAttr, function_type=TypeAttr)
+set_attribute_kinds([CallOp], callee=SymbolRefAttr)
+set_attribute_kinds([GetProgramIdOp, GetNumProgramsOp, ExpandDimsOp, ReduceOp, ScanOp],
+                    axis=IntegerAttr)
+set_attribute_kinds([MakeRangeOp], start=IntegerAttr, end=IntegerAttr)
+set_attribute_kinds([TransOp], order=DenseArrayAttr)
+set_attribute_kinds([AtomicRMWOp], atomic_rmw_op=StringAttr)
+set_attribute_kinds([ProfileEnterOp, ProfileExitOp], region=IntegerAttr, name=StringAttr)
+
+
+def _verify_calls(module) -> None:
+    """Every tt.call names a function of the module and passes and gets its types."""
+    for op in module.walk():
+        if not isinstance(op, CallOp):
+            continue
+        callee = module.lookup(op.attributes["callee"].name)
+        if not isinstance(callee, FuncOp):
+            raise VerificationError(op, f"calls {op.attributes['callee']}, which is not a "
+                                        "function of this module")
+        fn = callee.function_type
+        ins = tuple(v.type for v in op.operands)
+        outs = tuple(r.type for r in op.results)
+        if ins != fn.inputs or outs != fn.results:
+            raise VerificationError(op, f"call types ({', '.join(map(str, ins))}) -> "
+                                        f"({', '.join(map(str, outs))}) differ from "
+                                        f"{callee.sym_name}'s {fn}")
+
+
+TT.add_module_check(_verify_calls)
 
 __all__ = [n for n in dir() if n.endswith("Op")]

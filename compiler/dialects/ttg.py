@@ -11,15 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+from typing import Any
+
 from compiler.ir.accessors import attr, operand, optional_operand
-from compiler.ir.parser import ENCODING_PARSERS, OpParts
+from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
-from compiler.ir.types import MemDescType, TensorType, shape_of
 from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
                                 SharedMemoryScratch)
+from compiler.ir.types import FunctionType, TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op
+from .common import define_op, dialect, set_counts
+
+TTG = dialect("ttg")
 
 
 def _ints(values) -> str:
@@ -147,69 +151,134 @@ class SwizzledSharedEncoding:
 DISTRIBUTED = (BlockedEncoding, SliceEncoding, NvidiaMmaEncoding, DotOperandEncoding)
 
 
+# ---- shared-memory buffers -----------------------------------------------------------------------
+SHARED_MEMORY_ALIAS = "#smem"
+
+
+@dataclass(frozen=True)
+class MemDescType(Type):
+    """`!ttg.memdesc<AxBxT, #shared, #smem[, mutable]>`: a buffer in shared memory."""
+
+    shape: tuple
+    element: Type
+    encoding: Any
+    mutable: bool = True
+
+    def _text(self, encoding_text: str) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        mut = ", mutable" if self.mutable else ""
+        return f"!ttg.memdesc<{dims}{self.element}, {encoding_text}, {SHARED_MEMORY_ALIAS}{mut}>"
+
+    def __str__(self) -> str:
+        return self._text(str(self.encoding))
+
+    def print_with(self, printer) -> str:
+        """The printed form with the encoding written by its alias (`#shared`)."""
+        return self._text(printer.layout(self.encoding))
+
+
+def _parse_memdesc_type(ps) -> MemDescType:
+    """`<AxBxT, #enc, #smem[, mutable]>` after `!ttg.memdesc`."""
+    ps.expect("<")
+    shape, element = ps.shape_and_element()
+    ps.expect(",")
+    encoding = ps.encoding_ref()
+    ps.expect(",")
+    ps.expect(SHARED_MEMORY_ALIAS)
+    mutable = False
+    if ps.consume(","):
+        ps.expect("mutable")
+        mutable = True
+    ps.expect(">")
+    return MemDescType(tuple(shape), element, encoding, mutable)
+
+
+TTG.register_type("ttg.memdesc", _parse_memdesc_type)
+TTG.add_fixed_alias(SHARED_MEMORY_ALIAS, "#ttg.shared_memory")
+
+
 # ---- parsing encodings ---------------------------------------------------------------------------
-def _parse_fields(ps) -> dict:
-    """`<{key = value, ...}>` where values are ints, int lists, bools or nested encodings."""
+LIST, INT, ENCODING, BOOL = "a list of integers", "an integer", "a layout", "true or false"
+
+
+def _parse_fields(ps, name: str, required: dict, optional: dict | None = None) -> dict:
+    """`<{key = value, ...}>` where values are ints, int lists, bools or nested encodings;
+    every field of `required` ({key: kind}) must be present, and each of its kind."""
+    start = ps.pos
     ps.expect("<")
     ps.expect("{")
+    kinds = dict(required, **(optional or {}))
     fields = {}
     while not ps.consume("}"):
+        key_pos = ps.pos
         key = ps.identifier()
+        if key in fields:
+            raise ps.error(f"#{name} gives '{key}' twice", key_pos)
         ps.expect("=")
         ps.skip_ws()
+        value_pos = ps.pos
         if ps.at("["):
             ps.expect("[")
             values = []
             while not ps.consume("]"):
                 values.append(ps.integer())
-                ps.consume(",")
-            fields[key] = tuple(values)
+                if not ps.consume(","):
+                    ps.expect("]")
+                    break
+            fields[key], kind = tuple(values), LIST
         elif ps.at("#"):
-            fields[key] = ps.encoding_ref()
-        elif ps.keyword("true") or ps.text[ps.pos - 4:ps.pos] == "true":
-            fields[key] = True
+            fields[key], kind = ps.encoding_ref(), ENCODING
+        elif ps.keyword("true"):
+            fields[key], kind = True, BOOL
         elif ps.keyword("false"):
-            fields[key] = False
+            fields[key], kind = False, BOOL
         else:
-            fields[key] = ps.integer()
-        ps.consume(",")
+            fields[key], kind = ps.integer(), INT
+        if key in kinds and kinds[key] != kind:
+            raise ps.error(f"#{name}: '{key}' must be {kinds[key]}", value_pos)
+        if not ps.consume(","):
+            ps.expect("}")
+            break
     ps.expect(">")
+    missing = [k for k in required if k not in fields]
+    if missing:
+        raise ps.error(f"#{name} needs {', '.join(missing)}", start)
     return fields
 
 
 def _parse_blocked(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.blocked", {"sizePerThread": LIST, "threadsPerWarp": LIST,
+                                          "warpsPerCTA": LIST, "order": LIST})
     return BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"])
 
 
 def _parse_slice(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.slice", {"dim": INT, "parent": ENCODING})
     return SliceEncoding(f["dim"], f["parent"])
 
 
 def _parse_mma(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.nvidia_mma", {"versionMajor": INT, "versionMinor": INT,
+                                             "warpsPerCTA": LIST, "instrShape": LIST})
     return NvidiaMmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"],
                              f["instrShape"])
 
 
 def _parse_dot_op(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.dot_op", {"opIdx": INT, "parent": ENCODING}, {"kWidth": INT})
     return DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0))
 
 
 def _parse_shared(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.swizzled_shared", {"vec": INT, "perPhase": INT, "maxPhase": INT,
+                                                  "order": LIST})
     return SwizzledSharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"])
 
 
-ENCODING_PARSERS.update({
-    "ttg.blocked": _parse_blocked,
-    "ttg.slice": _parse_slice,
-    "ttg.nvidia_mma": _parse_mma,
-    "ttg.dot_op": _parse_dot_op,
-    "ttg.swizzled_shared": _parse_shared,
-})
+for _mnemonic, _parse in (("ttg.blocked", _parse_blocked), ("ttg.slice", _parse_slice),
+                          ("ttg.nvidia_mma", _parse_mma), ("ttg.dot_op", _parse_dot_op),
+                          ("ttg.swizzled_shared", _parse_shared)):
+    TTG.register_attribute(_mnemonic, _parse)
 
 
 # ---- ops -------------------------------------------------------------------------------------------
@@ -246,7 +315,12 @@ class _LocalAllocSyntax(Syntax):
         operands = ps.operand_list()
         attrs = ps.attr_dict()
         ps.expect(":")
+        ps.skip_ws()
+        pos = ps.pos
         fn = ps.type()
+        if not isinstance(fn, FunctionType):
+            raise ps.error("expected ([T]) -> !ttg.memdesc<...>", pos)
+        ps.check_written_types(operands, fn.inputs, pos)
         return OpParts(operands, list(fn.results), attrs)
 
 
@@ -458,6 +532,16 @@ class NVMMASharedEncoding:
     element_bit_width: int
     alias_prefix = "shared"
 
+    @property
+    def order(self) -> tuple:
+        """Dims fastest-varying first (rank 2): the last dim is contiguous unless transposed."""
+        return (0, 1) if self.transposed else (1, 0)
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte chunk: the unit the swizzle moves, kept contiguous."""
+        return max(1, 128 // self.element_bit_width)
+
     def __str__(self) -> str:
         return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzling_byte_width}, "
                 f"transposed = {str(bool(self.transposed)).lower()}, "
@@ -465,10 +549,146 @@ class NVMMASharedEncoding:
 
 
 def _parse_nvmma_shared(ps):
-    f = _parse_fields(ps)
+    f = _parse_fields(ps, "ttg.nvmma_shared", {"swizzlingByteWidth": INT,
+                                               "elementBitWidth": INT}, {"transposed": BOOL})
     return NVMMASharedEncoding(f["swizzlingByteWidth"], bool(f.get("transposed", False)),
                                f["elementBitWidth"])
 
 
 DISTRIBUTED = DISTRIBUTED + (LinearEncoding,)
-ENCODING_PARSERS.update({"ttg.linear": _parse_linear, "ttg.nvmma_shared": _parse_nvmma_shared})
+TTG.register_attribute("ttg.linear", _parse_linear)
+TTG.register_attribute("ttg.nvmma_shared", _parse_nvmma_shared)
+
+
+# ---- layout sanity (what compiler.analysis.layouts and the lowering assume) --------------------
+MAX_SIZE_PER_THREAD = 1 << 12
+
+
+def _module_int(module, key: str) -> int | None:
+    attr = module.attributes.get(key)
+    value = getattr(attr, "value", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _check_order(enc, order, rank) -> str | None:
+    if sorted(order) != list(range(rank)):
+        return f"order {list(order)} is not a permutation of 0..{rank - 1}"
+    return None
+
+
+def _encoding_problem(enc, num_warps: int | None, threads: int | None) -> str | None:
+    """What is wrong with `enc` (None when it is sound)."""
+    if isinstance(enc, BlockedEncoding):
+        fields = (enc.size_per_thread, enc.threads_per_warp, enc.warps_per_cta, enc.order)
+        if len({len(f) for f in fields}) != 1 or not enc.order:
+            return "sizePerThread, threadsPerWarp, warpsPerCTA and order differ in length"
+        if any(v < 1 for f in fields[:3] for v in f):
+            return "sizePerThread, threadsPerWarp and warpsPerCTA must be positive"
+        if any(v > MAX_SIZE_PER_THREAD for v in enc.size_per_thread):
+            return f"sizePerThread above {MAX_SIZE_PER_THREAD} per dim"
+        if threads is not None and _product(enc.threads_per_warp) != threads:
+            return (f"threadsPerWarp {list(enc.threads_per_warp)} covers "
+                    f"{_product(enc.threads_per_warp)} lanes, the module has {threads}")
+        if num_warps is not None and _product(enc.warps_per_cta) != num_warps:
+            return (f"warpsPerCTA {list(enc.warps_per_cta)} covers "
+                    f"{_product(enc.warps_per_cta)} warps, the module has {num_warps}")
+        return _check_order(enc, enc.order, enc.rank)
+    if isinstance(enc, SliceEncoding):
+        if not isinstance(enc.parent, DISTRIBUTED):
+            return "a slice's parent must be a distributed layout"
+        if enc.parent.rank < 2 or not 0 <= enc.dim < enc.parent.rank:
+            return f"dim {enc.dim} cannot be sliced from a rank-{enc.parent.rank} parent"
+        return _encoding_problem(enc.parent, num_warps, threads)
+    if isinstance(enc, NvidiaMmaEncoding):
+        if enc.version_major not in (2, 3):
+            return f"versionMajor {enc.version_major} is not 2 or 3"
+        if len(enc.warps_per_cta) not in (2, 3) or any(v < 1 for v in enc.warps_per_cta) or \
+                any(v < 1 for v in enc.instr_shape):
+            return "warpsPerCTA and instrShape must be positive (rank 2 or 3)"
+        if num_warps is not None and _product(enc.warps_per_cta) != num_warps:
+            return (f"warpsPerCTA {list(enc.warps_per_cta)} covers "
+                    f"{_product(enc.warps_per_cta)} warps, the module has {num_warps}")
+        return None
+    if isinstance(enc, DotOperandEncoding):
+        if enc.op_idx not in (0, 1):
+            return f"opIdx {enc.op_idx} is not 0 or 1"
+        if not isinstance(enc.parent, (BlockedEncoding, NvidiaMmaEncoding)) or enc.k_width < 0:
+            return "a dot operand's parent must be a blocked or nvidia_mma layout"
+        return _encoding_problem(enc.parent, num_warps, threads)
+    if isinstance(enc, SwizzledSharedEncoding):
+        if min(enc.vec, enc.per_phase, enc.max_phase) < 1:
+            return "vec, perPhase and maxPhase must be positive"
+        return _check_order(enc, enc.order, enc.rank)
+    if isinstance(enc, LinearEncoding):
+        bases = [b for d in LinearEncoding.IN_DIMS for b in getattr(enc, d)]
+        if not bases or len({len(b) for b in bases}) != 1 or not bases[0]:
+            return "#ttg.linear needs bases of one positive length (one value per dim)"
+        if any(v < 0 for b in bases for v in b):
+            return "#ttg.linear bases must not be negative"
+        return None
+    if isinstance(enc, NVMMASharedEncoding):
+        if enc.swizzling_byte_width not in (0, 32, 64, 128):
+            return f"swizzlingByteWidth {enc.swizzling_byte_width} is not 0, 32, 64 or 128"
+        if enc.element_bit_width not in (8, 16, 32, 64):
+            return f"elementBitWidth {enc.element_bit_width} is not 8, 16, 32 or 64"
+        return None
+    return f"{enc} is not a layout"
+
+
+def _typed_values(module):
+    """(op, type) for every value the module defines: op results and block arguments."""
+    for op in module.walk():
+        for r in op.results:
+            yield op, r.type
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    yield op, a.type
+
+
+def _verify_layouts(module) -> None:
+    """Layouts are sound, match the tensors' ranks and the module's warps and lanes, and in a
+    ttgir module (`ttg.num-warps` set) every tensor has one."""
+    num_warps = _module_int(module, "ttg.num-warps")
+    threads = _module_int(module, "ttg.threads-per-warp")
+    if "ttg.num-warps" in module.attributes and (num_warps is None or num_warps < 1):
+        raise VerificationError(None, "ttg.num-warps must be a positive integer")
+    if "ttg.threads-per-warp" in module.attributes and (threads is None or threads < 1):
+        raise VerificationError(None, "ttg.threads-per-warp must be a positive integer")
+    checked: dict = {}
+    for op, t in _typed_values(module):
+        if isinstance(t, (TensorType, MemDescType)) and t.encoding is not None:
+            enc = t.encoding
+            if enc not in checked:
+                checked[enc] = _encoding_problem(enc, num_warps, threads)
+            if checked[enc] is not None:
+                raise VerificationError(op, f"bad layout: {checked[enc]}")
+            if isinstance(t, TensorType) and not isinstance(enc, DISTRIBUTED):
+                raise VerificationError(op, f"a tensor needs a distributed layout, not {enc}")
+            if isinstance(t, MemDescType) and not isinstance(enc, SHARED):
+                raise VerificationError(op, f"a shared buffer needs a shared layout, not {enc}")
+            if isinstance(t, TensorType) and enc.rank != t.rank:
+                raise VerificationError(op, f"layout of rank {enc.rank} on {t}")
+        elif isinstance(t, TensorType) and num_warps is not None:
+            raise VerificationError(op, f"ttgir tensors need a layout: {t}")
+
+
+SHARED = (SwizzledSharedEncoding, NVMMASharedEncoding)
+TTG.add_module_check(_verify_layouts)
+
+
+# ---- operand and result counts (checked before the verifiers above run) ------------------------
+set_counts([ConvertLayoutOp, LocalLoadOp], operands=1, results=1)
+set_counts([LocalAllocOp], operands=(0, 1), results=1)
+set_counts([LocalStoreOp], operands=2, results=0)
+set_counts([LocalDeallocOp], operands=1, results=0)
+set_counts([BarrierOp, AsyncCommitGroupOp, AsyncWaitOp], operands=0, results=0)
+set_counts([MemDescIndexOp], operands=2, results=1)
+set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=0)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from compiler.ir.syntax import AttrsThenType
 from compiler.ir.traits import Pure
 
-from .common import define_op
+from .common import define_op, set_counts
 
 PoisonOp = define_op("PoisonOp", "ub.poison", AttrsThenType(), (Pure,),
                      doc="`ub.poison`: a value with no defined contents.")
+
+set_counts([PoisonOp], operands=0, results=1)

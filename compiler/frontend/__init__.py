@@ -32,14 +32,14 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     debug = bool(options.get("debug", False))
     inner = getattr(fn, "fn", fn)
     try:
-        src = FunctionSource.of(inner)
+        src = FunctionSource.of(fn)
         module = Module(loc=src.location(src.tree))
         mctx = ModuleContext(module, bool(debug),
-                             options.get("default_dot_input_precision", "tf32"))
+                             options.get("default_dot_input_precision") or "tf32")
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}
-        name, _ = generate_function(inner, inner.__name__, params, mctx, "public", arg_attrs)
+        name, _ = generate_function(fn, inner.__name__, params, mctx, "public", arg_attrs)
         kernel = module.lookup(name)
         if kernel.function_type.results:
             raise CompilationError("a kernel cannot return a value; store results through a "
@@ -51,7 +51,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     except CompilationError as exc:
         if debug:
             raise
-        raise exc.with_traceback(None) from None
+        raise exc.with_traceback(None) from exc.__cause__  # keep the bare sentence only
     verify_module(module)
     return module
 
@@ -59,7 +59,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
 def referenced_globals(fn) -> dict:
     """The globals `fn` reads: name -> repr-able summary (jit callees hashed by source)."""
     from .source import referenced_globals as _referenced
-    return _referenced(getattr(fn, "fn", fn))
+    return _referenced(fn)
 
 
 __all__ = ["generate_ttir", "referenced_globals", "CompilationError", "SemanticError"]

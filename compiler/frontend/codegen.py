@@ -26,7 +26,9 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
-from .errors import CompilationError, SemanticError
+from .early_return import fold_early_returns
+from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
+                     UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
 from .source import FunctionSource, is_jit_function
 
@@ -51,7 +53,7 @@ UNSUPPORTED = {
     "GeneratorExp": "generator expressions are not supported in kernels",
     "Try": "try/except is not supported in kernels; kernels cannot raise or catch exceptions",
     "TryStar": "try/except* is not supported in kernels",
-    "With": "`with` blocks are not supported in kernels",
+    "With": "`with` blocks are not supported in kernels, except `with tl.profile(\"name\"):`",
     "AsyncWith": "`async with` is not supported in kernels",
     "ClassDef": "class definitions are not supported in kernels; define classes outside",
     "FunctionDef": "nested function definitions are not supported; define a @jit function at "
@@ -102,10 +104,10 @@ class ModuleContext:
     """State shared by all functions compiled into one module: the module, the generated
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
-    def __init__(self, module, debug: bool, default_dot_precision: str = "tf32"):
+    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32"):
         self.module = module
         self.debug = debug
-        self.default_dot_precision = default_dot_precision   # tl.dot's input_precision default
+        self.default_dot_input_precision = default_dot_input_precision
         self.callees: dict = {}
         self.stack: list = []
 
@@ -117,7 +119,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.src = src
         self.mctx = mctx
         self.builder = builder
-        self.sem = Semantic(builder, mctx.default_dot_precision)
+        self.sem = Semantic(builder, mctx.default_dot_input_precision)
         self.scope: dict = {}
         self.current_name: str | None = None
         self.region_depth = 0
@@ -130,10 +132,11 @@ class CodeGenerator(ast.NodeVisitor):
         flc = self.src.location(node)
         return NameLoc(self.current_name, flc) if self.current_name else flc
 
-    def error(self, node, message: str, internal: str | None = None) -> CompilationError:
-        """A CompilationError pointing at `node`."""
-        return CompilationError(message, self.src.file, self.src.line_of(node),
-                                self.src.col_of(node), self.src.source_line(node), internal)
+    def error(self, node, message: str, internal: str | None = None,
+              kind: type = CompilationError) -> CompilationError:
+        """A CompilationError (or the subclass `kind`) pointing at `node`."""
+        return kind(message, self.src.file, self.src.line_of(node), self.src.col_of(node),
+                    self.src.source_line(node), internal, self.src.position_in_function(node))
 
     def visit(self, node):
         """Visit with the node's location, turning semantic errors into positioned ones."""
@@ -145,7 +148,12 @@ class CodeGenerator(ast.NodeVisitor):
             return super().visit(node)
         except CompilationError:
             raise
-        except (SemanticError, NotInKernelError) as exc:
+        except SemanticError as exc:
+            err = self.error(node, str(exc), kind=exc.located_as)
+            if not isinstance(exc, StaticAssertionFailed):   # the sentence alone, as Triton's cause
+                err.__cause__ = type(exc)(str(exc))
+            raise err from err.__cause__
+        except NotInKernelError as exc:
             raise self.error(node, str(exc)) from None
         except Exception as exc:  # a compiler bug: still point at the user's code
             internal = traceback.format_exc() if self.mctx.debug else None
@@ -158,7 +166,7 @@ class CodeGenerator(ast.NodeVisitor):
         """Any syntax without a visitor is rejected with a specific message."""
         kind = type(node).__name__
         message = UNSUPPORTED.get(kind, f"unsupported syntax in a kernel: {kind}")
-        raise self.error(node, message)
+        raise self.error(node, message, kind=UnsupportedLanguageConstruct)
 
     # ---- functions ------------------------------------------------------------------------
     def emit_function(self, name: str, params: list, visibility: str, arg_attrs: dict):
@@ -176,7 +184,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[pname] = tensor(arg, kind)
         self.builder.set_insertion_point_to_end(block)
         self.builder.loc = func_loc
-        self.visit_body(tree.body)
+        self.visit_body(fold_early_returns(tree.body))
         results = self._return_values(tree)
         with self.builder.location(self._return_loc(tree)):
             self.builder.create(tt.ReturnOp, [r.handle for r in results])
@@ -302,6 +310,20 @@ class CodeGenerator(ast.NodeVisitor):
             standard.device_assert.__tile_builtin__(self.sem, cond, msg)
 
     # ---- if -------------------------------------------------------------------------------
+    def visit_With(self, node):
+        """`with tl.profile("name"):`: the body between a region's enter and exit records."""
+        from compiler.language.profile import ProfileScope, profile
+        context = node.items[0].context_expr if len(node.items) == 1 else None
+        if not isinstance(context, ast.Call) or node.items[0].optional_vars is not None \
+                or getattr(self.visit(context.func), "value", None) is not profile:
+            raise self.error(node, UNSUPPORTED["With"])
+        scope = self.visit(context)
+        if not isinstance(getattr(scope, "value", None), ProfileScope):
+            raise self.error(node, UNSUPPORTED["With"])
+        scope.value.enter(self.sem)
+        self.visit_body(node.body)
+        scope.value.exit(self.sem)
+
     def visit_If(self, node):
         """A constexpr condition picks a branch now; a runtime scalar builds scf.if yielding the variables both branches define."""
         cond = self.visit(node.test)
@@ -599,6 +621,10 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(base, tuple):
             raise self.error(node, f"tuples have no attribute '{attr}' in kernels")
         obj = base.value
+        if not hasattr(obj, attr) and is_python_number(obj) and (
+                attr in standard.TENSOR_METHODS or attr in ("dtype", "shape", "type", "numel")):
+            # A number used as a tensor (`acc = 0; acc.to(tl.int64)`): Triton makes it a scalar
+            return self.tensor_attribute(node, self.sem.to_tensor(obj), attr)
         if not hasattr(obj, attr):
             if isinstance(obj, types.ModuleType):
                 short = "tl" if obj.__name__ == "compiler.language" else obj.__name__
@@ -736,6 +762,10 @@ class CodeGenerator(ast.NodeVisitor):
         pred, pyop = COMPARE_OPS[type(op)]
         if isinstance(left, constexpr) and isinstance(right, constexpr):
             return constexpr(pyop(left.value, right.value))
+        if _is_constant_sequence(left) and _is_constant_sequence(right):
+            # shapes and other sequences of constants compare as Python lists (`x.shape == [N]`)
+            return constexpr(pyop([_unwrap(v) for v in _items(left)],
+                                  [_unwrap(v) for v in _items(right)]))
         return self.sem.compare(pred, left, right)
 
     def visit_IfExp(self, node):
@@ -855,7 +885,13 @@ class CodeGenerator(ast.NodeVisitor):
         if key not in self.mctx.callees:
             name = f"{fn.__name__}__{'_'.join(key_parts)}" if key_parts else fn.__name__
             name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-            self.mctx.callees[key] = generate_function(fn, name, params, self.mctx, "private", {})
+            try:
+                self.mctx.callees[key] = generate_function(jitfn, name, params, self.mctx,
+                                                           "private", {})
+            except CompilationError as inner:     # point at the call too, the callee as cause
+                err = self.error(node, f"in the call to {fn.__name__}: {inner.message}",
+                                 inner.internal, kind=type(inner))
+                raise err from inner.with_traceback(None)
         name, result_types = self.mctx.callees[key]
         op = self.builder.create(tt.CallOp, [o.handle for o in operands],
                                  [t.to_ir() for t in result_types],
@@ -962,6 +998,21 @@ def _type_text(t: tensor) -> str:
     return f"{article} {t.dtype} scalar"
 
 
+def _items(value) -> list:
+    """The elements of a tuple, or of a constexpr holding a list or tuple."""
+    return list(value.value if isinstance(value, constexpr) else value)
+
+
+def _is_constant_sequence(value) -> bool:
+    """A tuple (or constexpr list/tuple) whose elements are all compile-time values."""
+    if isinstance(value, constexpr):
+        if not isinstance(value.value, (list, tuple)):
+            return False
+    elif not isinstance(value, tuple):
+        return False
+    return not any(isinstance(v, tensor) for v in _items(value))
+
+
 def _const_text(c) -> str:
     v = _unwrap(c)
     return repr(v) if not isinstance(v, types.ModuleType) else f"module {v.__name__}"
@@ -997,7 +1048,7 @@ def generate_function(fn, name: str, params: list, mctx: ModuleContext, visibili
     src = FunctionSource.of(fn)
     builder = Builder()
     gen = CodeGenerator(src, mctx, builder)
-    mctx.stack.append(fn)
+    mctx.stack.append(getattr(fn, "fn", fn))
     try:
         func, result_types = gen.emit_function(name, params, visibility, arg_attrs)
     finally:

@@ -105,9 +105,10 @@ FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "o
 class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
-    def __init__(self, builder, default_dot_precision: str = "tf32"):
+    def __init__(self, builder, default_dot_input_precision: str = "tf32"):
         self.builder = builder
-        self.default_dot_precision = default_dot_precision   # the compile option's
+        #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)
+        self.default_dot_input_precision = default_dot_input_precision
 
     # ---- small helpers ---------------------------------------------------------------------
     def _op(self, cls, operands, result_type, attributes=None, regions=None):

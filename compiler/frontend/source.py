@@ -29,15 +29,11 @@ class FunctionSource:
 
     @classmethod
     def of(cls, fn) -> "FunctionSource":
-        """Read `fn`'s source with inspect, dedent it and parse its `def`."""
+        """Read the source of `fn` (a function or a JITFunction), dedent it and parse its
+        `def`: the text given to `_unsafe_update_src` if any, else the file's text (inspect),
+        else the exec'd string that defined it (`source_text`)."""
+        lines, first_line, file = read_source_lines(fn)
         fn = getattr(fn, "fn", fn)
-        try:
-            lines, first_line = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise TypeError(f"cannot read the source of {getattr(fn, '__name__', fn)!r} ({exc}); "
-                            "kernels and @jit functions must be defined in a source file") \
-                from None
-        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
@@ -66,6 +62,11 @@ class FunctionSource:
         """The node's file:line:col location."""
         return FileLineCol(self.file, self.line_of(node), self.col_of(node))
 
+    def position_in_function(self, node: ast.AST) -> tuple:
+        """`(function name, line, col)` of `node` as Triton numbers them: line 1 is the `def`
+        line, columns are those of the dedented source."""
+        return (self.tree.name, node.lineno - self.tree.lineno + 1, node.col_offset)
+
     def source_line(self, node: ast.AST) -> str:
         """The text of the node's first line."""
         index = node.lineno - 1
@@ -78,6 +79,26 @@ class FunctionSource:
         if hasattr(builtins, name):
             return True, getattr(builtins, name)
         return False, None
+
+
+def read_source_lines(obj) -> tuple[list, int, str]:
+    """`(lines, first line, file)` of a function or JITFunction's source (see `of`)."""
+    from .source_text import exec_source, updated_source
+    fn = getattr(obj, "fn", obj)
+    updated = updated_source(obj)
+    if updated is not None:
+        return updated.splitlines(keepends=True), getattr(obj, "line", 1), \
+            getattr(obj, "file", fn.__code__.co_filename)
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+        return lines, first_line, inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as exc:
+        found = exec_source(fn)
+        if found is not None:
+            return found
+        raise TypeError(f"cannot read the source of {getattr(fn, '__name__', fn)!r} ({exc}); "
+                        "kernels and @jit functions must be defined in a source file or by "
+                        "exec of a source string") from None
 
 
 def is_jit_function(obj) -> bool:
@@ -131,8 +152,8 @@ def summarize(value, seen: set):
         if key in seen:
             return ("jit", key)
         seen.add(key)
-        digest = hashlib.sha256(inspect.getsource(inner).encode()).hexdigest()[:16]
-        return ("jit", key, digest, tuple(sorted(referenced_globals(inner, seen).items())))
+        digest = hashlib.sha256("".join(read_source_lines(value)[0]).encode()).hexdigest()[:16]
+        return ("jit", key, digest, tuple(sorted(referenced_globals(value, seen).items())))
     if callable(value):
         return ("callable", getattr(value, "__module__", ""), getattr(value, "__qualname__",
                                                                       repr(value)))

@@ -85,8 +85,22 @@ class StringAttr(Attribute):
     value: str
 
     def __str__(self) -> str:
-        escaped = self.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
+        return f'"{escape_string(self.value)}"'
+
+
+def escape_string(text: str) -> str:
+    """MLIR's string escapes: `\\\\`, `\\"`, `\\n`, and `\\XX` for other control characters."""
+    out = []
+    for c in text:
+        if c == "\\" or c == '"':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F:
+            out.append("\\%02X" % ord(c))
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 @dataclass(frozen=True)

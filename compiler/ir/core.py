@@ -2,14 +2,15 @@
 
 An `Operation` has operands (values), results (values it defines), attributes (a dict of
 `Attribute`), regions (lists of blocks) and a `Location`. Dialect ops subclass `Operation` and
-declare their name, printed syntax and verifier in one class (see `compiler.dialects`); the
-registry `OP_REGISTRY` maps op names to those classes so the parser can rebuild them.
+declare their name, printed syntax and verifier in one class (see `compiler.dialects`) and are
+registered into a dialect of a `compiler.ir.context.Context`, from which the parser rebuilds them.
 """
 from __future__ import annotations
 
 from typing import Callable, ClassVar, Iterator
 
 from .attributes import Attribute
+from .context import default_context
 from .location import UNKNOWN, Location
 from .traits import FunctionLike, Trait, trait_closure
 from .types import Type
@@ -95,13 +96,14 @@ class BlockArgument(Value):
         return f"<block arg {self.index}: {self.type}>"
 
 
-OP_REGISTRY: dict[str, type["Operation"]] = {}
+OP_REGISTRY: dict[str, type["Operation"]] = default_context().ops
+"""Every op class of the default context by name (a live view kept for callers of old)."""
 
 
 def register_op(cls: type["Operation"]) -> type["Operation"]:
-    """Class decorator: make an op class known to the parser and the passes by its name."""
-    OP_REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: register an op class into the default context, in the dialect its
+    name's prefix names (`arith.addi` -> arith)."""
+    return default_context().register_op(cls)
 
 
 class Operation:
@@ -112,13 +114,20 @@ class Operation:
       syntax: an object from `compiler.ir.syntax` that prints and parses the op's custom form.
       traits: a tuple of trait classes from `compiler.ir.traits` (Pure, Terminator, ...).
     and may override `verify_op` to check their own invariants and `canonicalization_patterns`
-    to offer rewrites to the canonicalize pass.
+    to offer rewrites to the canonicalize pass. `operand_count`, `result_count` and
+    `region_count` (an int, or a (min, max) pair with max None for no bound) and
+    `attribute_kinds` ({name: Attribute class or tuple of them}: attributes the op must carry)
+    are checked by the verifier before `verify_op` runs.
     """
 
     name: ClassVar[str] = "builtin.unregistered"
     syntax: ClassVar[object] = None
     traits: ClassVar[tuple] = ()
     _trait_set: ClassVar[frozenset] = frozenset()
+    operand_count: ClassVar[object] = None
+    result_count: ClassVar[object] = None
+    region_count: ClassVar[object] = None
+    attribute_kinds: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

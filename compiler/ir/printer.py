@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
-from .attributes import Attribute, IntegerAttr
+from .attributes import Attribute, DenseAttr, IntegerAttr, StringAttr
+from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
-from .types import MemDescType, TensorType, Type
+from .types import TensorType, Type
 
 INDENT = "  "
 
@@ -54,7 +55,7 @@ class Printer:
         if not op.results:
             return
         hint = op.results[0].name_hint or op.loc.name()
-        if hint is None and op.name == "arith.constant":
+        if hint is None and not op.operands and "value" in op.attributes:   # a constant
             hint = constant_name(op)
         name = self._unique(hint) if hint else self._number()
         if len(op.results) == 1:
@@ -97,21 +98,14 @@ class Printer:
 
     def type(self, t: Type) -> str:
         """A type's text (layouts by alias), computed once per type object per print: the
-        cache holds the type itself, so its id cannot be reused while the printer lives."""
+        cache holds the type itself, so its id cannot be reused while the printer lives.
+        Types holding encodings (`print_with`) print them by alias."""
         cached = self.type_texts.get(id(t))
         if cached is None:
-            cached = self.type_texts[id(t)] = (t, self._type_text(t))
+            print_with = getattr(t, "print_with", None)
+            text = print_with(self) if print_with is not None else str(t)
+            cached = self.type_texts[id(t)] = (t, text)
         return cached[1]
-
-    def _type_text(self, t: Type) -> str:
-        if isinstance(t, TensorType) and t.encoding is not None:
-            dims = "".join(f"{d}x" for d in t.shape)
-            return f"tensor<{dims}{self.type(t.element)}, {self.layout(t.encoding)}>"
-        if isinstance(t, MemDescType):
-            dims = "".join(f"{d}x" for d in t.shape)
-            mut = ", mutable" if t.mutable else ""
-            return f"!ttg.memdesc<{dims}{t.element}, {self.layout(t.encoding)}, #smem{mut}>"
-        return str(t)
 
     def types(self, ts) -> str:
         return ", ".join(self.type(t) for t in ts)
@@ -120,6 +114,8 @@ class Printer:
         """An attribute's text; layout encodings print by alias."""
         if hasattr(a, "alias_prefix"):
             return self.layout(a)
+        if isinstance(a, DenseAttr):            # standing alone, the splat needs its type
+            return f"{a} : {self.type(a.type)}"
         return str(a)
 
     def attr_dict(self, attributes: dict, exclude=(), keyword: str = "") -> str:
@@ -158,9 +154,9 @@ class Printer:
         if isinstance(location, UnknownLoc):
             body = "unknown"
         elif isinstance(location, FileLineCol):
-            body = f'"{location.file}":{location.line}:{location.col}'
+            body = f'{StringAttr(location.file)}:{location.line}:{location.col}'
         elif isinstance(location, NameLoc):
-            body = f'"{location.label}"({self.loc_aliases[location.child]})'
+            body = f'{StringAttr(location.label)}({self.loc_aliases[location.child]})'
         elif isinstance(location, CallSiteLoc):
             body = (f"callsite({self.loc_aliases[location.callee]} at "
                     f"{self.loc_aliases[location.caller]})")
@@ -248,18 +244,20 @@ def generic_form(p: Printer, op: Operation, indent: int) -> str:
     return f"{text} : ({ins}) -> {out}"
 
 
-def print_module(module: Module) -> str:
+def print_module(module: Module, context: Context | None = None) -> str:
     """The module's text, Triton-style: layout aliases, the module, location aliases."""
-    return print_module_with_lines(module)[0]
+    return print_module_with_lines(module, context)[0]
 
 
-def print_module_with_lines(module: Module) -> tuple[str, dict]:
-    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`."""
-    text, op_lines, _ = print_module_with_printer(module)
+def print_module_with_lines(module: Module, context: Context | None = None) -> tuple[str, dict]:
+    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
+    `context` (the default when None) gives the fixed aliases the text may need."""
+    text, op_lines, _ = print_module_with_printer(module, context)
     return text, op_lines
 
 
-def print_module_with_printer(module: Module) -> tuple[str, dict, "Printer"]:
+def print_module_with_printer(module: Module, context: Context | None = None) \
+        -> tuple[str, dict, "Printer"]:
     """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
     tools that record what the text shows as data."""
     p = Printer()
@@ -272,8 +270,9 @@ def print_module_with_printer(module: Module) -> tuple[str, dict, "Printer"]:
     p.flatten(p.lines, body)
     body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
-    if any("#smem" in line for _, line in body):
-        header.append("#smem = #ttg.shared_memory")
+    for alias, definition in resolve(context).fixed_aliases().items():
+        if any(alias in line for _, line in body):
+            header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [line for _, line in body] + footer) + "\n"

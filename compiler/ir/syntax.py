@@ -53,7 +53,9 @@ class Compare(Syntax):
         ps.expect(",")
         operands, attrs = _operands_then_attrs(ps)
         ps.expect(":")
+        pos = ps.pos
         t = ps.type()
+        ps.check_written_types(operands, [t] * len(operands), pos)
         attrs["predicate"] = StringAttr(pred)
         return OpParts(operands, [like(t, IntegerType(1))], attrs)
 
@@ -71,7 +73,9 @@ class Convert(Syntax):
     def parse(self, ps, cls, num_results):
         operands, attrs = _operands_then_attrs(ps)
         ps.expect(":")
-        ps.type_list()
+        ps.skip_ws()
+        pos = ps.pos
+        ps.check_written_types(operands, ps.type_list(), pos)
         ps.expect(self.separator)
         return OpParts(operands, [ps.type()], attrs)
 
@@ -96,7 +100,13 @@ class OperandTypes(Syntax):
     def parse(self, ps, cls, num_results):
         operands, attrs = _operands_then_attrs(ps)
         ps.expect(":")
+        ps.skip_ws()
+        pos = ps.pos
         types = ps.type_list()
+        if len(types) in (len(operands), self.num_types):
+            ps.check_written_types(operands[:len(types)], types, pos)
+        elif self.num_types is None or len(types) > self.num_types:
+            raise ps.error(f"{len(operands)} operands but {len(types)} types written", pos)
         result = self.result_of(types, attrs)
         return OpParts(operands, [result] if result is not None else [], attrs)
 
@@ -156,7 +166,9 @@ class Terminator(Syntax):
         operands, attrs = _operands_then_attrs(ps)
         if operands:
             ps.expect(":")
-            ps.type_list()
+            ps.skip_ws()
+            pos = ps.pos
+            ps.check_written_types(operands, ps.type_list(), pos)
         return OpParts(operands, [], attrs)
 
 

@@ -1,4 +1,8 @@
-"""IR types: integers, floats, pointers, tensors (with an optional layout encoding), functions.
+"""The builtin IR types: integers, floats, tensors (with an optional layout encoding), functions.
+
+Dialects add their own types (`!tt.ptr<...>`, `!ttg.memdesc<...>`) and register their syntax in
+a `compiler.ir.context.Dialect`. A type whose printed form contains other types or encodings
+defines `print_with(printer)` so that nested encodings print by alias.
 
 Integers are signless as in MLIR; signedness lives in the front end's dtypes and in the choice of
 op (`arith.divsi` vs `arith.divui`). Types are immutable and compare by value.
@@ -70,23 +74,6 @@ class FloatType(Type):
 
 
 @dataclass(frozen=True)
-class PointerType(Type):
-    """`!tt.ptr<T>`: a pointer to global memory (address space 1) unless told otherwise."""
-
-    pointee: Type
-    address_space: int = 1
-
-    @property
-    def is_ptr(self) -> bool:
-        return True
-
-    def __str__(self) -> str:
-        if self.address_space == 1:
-            return f"!tt.ptr<{self.pointee}>"
-        return f"!tt.ptr<{self.pointee}, {self.address_space}>"
-
-
-@dataclass(frozen=True)
 class TensorType(Type):
     """`tensor<AxBxT[, #layout]>`: a block of values; `encoding` is a ttgir layout or None."""
 
@@ -127,20 +114,11 @@ class TensorType(Type):
         enc = f", {self.encoding}" if self.encoding is not None else ""
         return f"tensor<{dims}{self.element}{enc}>"
 
-
-@dataclass(frozen=True)
-class MemDescType(Type):
-    """`!ttg.memdesc<AxBxT, #shared, #smem[, mutable]>`: a buffer in shared memory."""
-
-    shape: tuple
-    element: Type
-    encoding: Any
-    mutable: bool = True
-
-    def __str__(self) -> str:
+    def print_with(self, printer) -> str:
+        """The printed form with the encoding written by its alias (`#blocked`)."""
         dims = "".join(f"{d}x" for d in self.shape)
-        mut = ", mutable" if self.mutable else ""
-        return f"!ttg.memdesc<{dims}{self.element}, {self.encoding}, #smem{mut}>"
+        enc = f", {printer.layout(self.encoding)}" if self.encoding is not None else ""
+        return f"tensor<{dims}{printer.type(self.element)}{enc}>"
 
 
 @dataclass(frozen=True)

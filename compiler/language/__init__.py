@@ -5,9 +5,11 @@ the front end (`compiler.frontend`) implements while compiling a `@jit` function
 """
 from . import math  # noqa: F401
 from .core import (NotInKernelError, bfloat16, block_type, builtin, constexpr, dtype,  # noqa: F401
-                   float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
+                   float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16, float16,
+                   float32, float64, int1, int8, int16, int32, int64, pointer_type,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401
+from .profile import profile  # noqa: F401
 from .standard import (  # noqa: F401
     abs, arange, argmax, argmin, assume, atomic_add, atomic_and, atomic_cas, atomic_max,
     atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to, cdiv, ceil, clamp,

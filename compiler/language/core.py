@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 
+from compiler.dialects.tt import PointerType
 from compiler.ir import types as irt
 
 
@@ -22,18 +23,58 @@ class NotInKernelError(RuntimeError):
 class dtype:
     """A scalar element type with its signedness (IR integers are signless; the DSL's are not).
 
-    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp16, bf16, fp32, fp64.
+    `name` is Triton's spelling: int1, int8..int64, uint8..uint64, fp8e4nv, fp8e5, fp16,
+    bf16, fp32, fp64.
     """
 
     SINT = ("int8", "int16", "int32", "int64")
     UINT = ("int1", "uint8", "uint16", "uint32", "uint64")  # int1 is unsigned, as in Triton
-    FP = ("fp16", "bf16", "fp32", "fp64")
-    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+    #: The 8-bit float formats Triton names. fp8e4nv and fp8e5 have IR types (Hopper's e4m3 and
+    #: e5m2: loads, stores, casts and wgmma dots); the others exist as dtypes, and an op given
+    #: one fails with a located "not supported yet" error.
+    FP8 = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
+    FP = FP8 + ("fp16", "bf16", "fp32", "fp64")
+    # Triton's class lists (names, as in `triton.language.dtype`).
+    SINT_TYPES = list(SINT)
+    UINT_TYPES = list(UINT)
+    FP_TYPES = list(FP)
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+    _PY_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                 **{name: "float8" + name[3:] for name in FP8}}
+    _BITS = {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
+    _IR_KINDS = {"fp8e4nv": "f8E4M3FN", "fp8e5": "f8E5M2", "fp16": "f16", "bf16": "bf16",
+                 "fp32": "f32", "fp64": "f64"}
 
     def __init__(self, name: str):
         if name not in self.SINT + self.UINT + self.FP:
             raise ValueError(f"unknown dtype {name!r}")
         self.name = name
+
+    #: Float formats: name -> (mantissa bits, exponent bias).
+    _FP_FORMATS = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15),
+                   "fp8e5b16": (2, 16), "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127),
+                   "fp64": (52, 1023)}
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Mantissa bits of a float dtype (10 for fp16, 23 for fp32, 3 for fp8e4nv, ...)."""
+        return self._float_format()[0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """Exponent bias of a float dtype (15 for fp16, 127 for fp32 and bf16, ...)."""
+        return self._float_format()[1]
+
+    def _float_format(self) -> tuple:
+        if not self.is_floating():
+            raise AttributeError(f"{self.name} is not a floating-point dtype; it has no "
+                                 f"mantissa or exponent bias")
+        return self._FP_FORMATS[self.name]
+
+    def is_fp8(self) -> bool:
+        """True for the 8-bit float formats (fp8e4nv, fp8e5, fp8e4b15, fp8e5b16, fp8e4b8)."""
+        return self.name in self.FP8
 
     # -- classification (Triton's method names) --
     def is_floating(self) -> bool:
@@ -79,8 +120,10 @@ class dtype:
     @property
     def primitive_bitwidth(self) -> int:
         """The width in bits (1 for int1)."""
+        if self.is_fp8():
+            return 8
         if self.is_floating():
-            return {"fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}[self.name]
+            return self._BITS[self.name]
         return int(self.name.lstrip("uint"))
 
     @property
@@ -94,9 +137,14 @@ class dtype:
         return self
 
     def to_ir(self) -> irt.Type:
-        """The IR type (signless integers, MLIR float kinds)."""
+        """The IR type (signless integers, MLIR float kinds); only fp8e4nv and fp8e5 of the
+        8-bit floats have one."""
+        if self.is_fp8() and self.name not in self._IR_KINDS:
+            from compiler.frontend.errors import SemanticError
+            raise SemanticError(f"{self._PY_NAMES[self.name]} ({self.name}) is not supported "
+                                f"yet: of the 8-bit floats only float8e4nv and float8e5 are")
         if self.is_floating():
-            return irt.FloatType({"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}[self.name])
+            return irt.FloatType(self._IR_KINDS[self.name])
         return irt.IntegerType(self.primitive_bitwidth)
 
     def kind(self) -> int:
@@ -144,7 +192,7 @@ class pointer_type(dtype):
 
     def to_ir(self) -> irt.Type:
         """The IR type."""
-        return irt.PointerType(self.element_ty.to_ir(), self.address_space)
+        return PointerType(self.element_ty.to_ir(), self.address_space)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, pointer_type) and other.element_ty == self.element_ty
@@ -211,13 +259,21 @@ uint8 = dtype("uint8")
 uint16 = dtype("uint16")
 uint32 = dtype("uint32")
 uint64 = dtype("uint64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
+float8e4b15 = dtype("fp8e4b15")
+float8e4nv = dtype("fp8e4nv")
+float8e4b8 = dtype("fp8e4b8")
+float8e5 = dtype("fp8e5")
+float8e5b16 = dtype("fp8e5b16")
 
 DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                                      uint64, float16, bfloat16, float32, float64)}
+                                      uint64, float8e4nv, float8e5, float16, bfloat16, float32,
+                                      float64)}
 SIGNATURE_ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                      "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                      "u64": "uint64", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32",

@@ -7,7 +7,7 @@ are `tensor`s (runtime values) or `constexpr`s (compile-time values).
 """
 from __future__ import annotations
 
-from compiler.frontend.errors import SemanticError
+from compiler.frontend.errors import SemanticError, StaticAssertionFailed
 from compiler.ir.attributes import BoolAttr, DenseArrayAttr, StringAttr, int_attr
 
 from . import core
@@ -567,7 +567,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")
-        precision = _sem.default_dot_precision if tf32 is None else ("tf32" if tf32 else "ieee")
+        precision = {False: "ieee", True: "tf32"}.get(tf32, _sem.default_dot_input_precision)
     if precision not in ("tf32", "tf32x3", "ieee"):
         raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
     if out_dtype is not None:
@@ -583,8 +583,14 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
             raise SemanticError(f"tl.dot's accumulator has shape {list(acc_t.shape)}, expected "
                                 f"{list(shape)}")
         out = acc_t.dtype
-    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape),
-                    {"inputPrecision": StringAttr(precision)})
+    attrs = {"inputPrecision": StringAttr(precision)}
+    imprecise = _opt_const(max_num_imprecise_acc, "max_num_imprecise_acc")
+    if imprecise is not None:
+        if a.dtype.name.startswith("fp8") and not 0 <= imprecise <= a.shape[1]:
+            raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be between 0 and "
+                                f"K ({a.shape[1]})")
+        attrs["maxNumImpreciseAcc"] = int_attr(imprecise)
+    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape), attrs)
 
 
 # ---- hints, assertions, printing ---------------------------------------------------------------
@@ -633,8 +639,8 @@ def assume(_sem, cond) -> None:
 def static_assert(_sem, cond, msg="") -> None:
     """Fail compilation when the constant `cond` is false."""
     if not _const(cond, "static_assert's condition"):
-        raise SemanticError(f"static_assert failed: {_const(msg, 'msg')}" if _const(msg, "msg")
-                            else "static_assert failed")
+        raise StaticAssertionFailed(f"static_assert failed: {_const(msg, 'msg')}"
+                                    if _const(msg, "msg") else "static_assert failed")
 
 
 @builtin

@@ -1,4 +1,5 @@
-"""accelerate-matmul: move fp16/bf16 `tt.dot`s onto tensor cores (mma.sync m16n8k16, MMA v2)."""
+"""accelerate-matmul: move `tt.dot`s onto tensor cores: mma.sync m16n8k16 (MMA v2) before
+Hopper, warp-group wgmma (MMA v3, `compiler.passes.mma_v3`) on sm_90."""
 from __future__ import annotations
 
 from compiler.analysis.layouts import MMA_K, MMA_M, MMA_N
@@ -8,7 +9,8 @@ from compiler.ir.core import Module, Operation
 from compiler.ir.types import FloatType, TensorType
 from compiler.metadata import KernelMetadata
 
-from .base import Pass, PassContext, register_pass
+from .base import Option, Pass, PassContext, register_pass
+from .mma_v3 import accelerate_v3, split_tf32x3, uses_wgmma, wgmma_kind
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
@@ -61,21 +63,44 @@ def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
 
 @register_pass
 class AccelerateMatmul(Pass):
-    """Rewrites each tt.dot that tensor cores can compute (f16/bf16 operands, f32 accumulator,
-    M, N, K multiples of 16, 8, 16) into the #ttg.nvidia_mma v2 accumulator layout, with
-    #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as Triton's AccelerateMatmul does for
-    sm_80+ without wgmma. Conversions are inserted around the dot; remove-layout-conversions then
-    carries the accumulator in the mma layout through loops. Other dots stay on FMA."""
+    """Rewrites each tt.dot that tensor cores can compute into a tensor-core accumulator
+    layout. Before sm_90 (f16/bf16 operands, f32 accumulator, M, N, K multiples of 16, 8, 16):
+    the #ttg.nvidia_mma v2 layout with #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as
+    Triton's AccelerateMatmul does for sm_80. On sm_90 (f16/bf16, tf32 for fp32 inputs, fp8;
+    M a multiple of 64 per warp group): a ttng.warp_group_dot with a v3 accumulator and its
+    operands in #ttg.nvmma_shared buffers (A may stay in registers when it is computed, as p in
+    attention). Conversions are inserted around the dot; remove-layout-conversions then
+    carries the accumulator through loops. Other dots stay on FMA."""
 
     name = "accelerate-matmul"
     stage = "ttgir"
     requires = TTGIR
     invalidates = (SHARED_ALLOCATED,)
+    options_spec = (Option("compute-capability", int, 0,
+                           "target capability, e.g. 90 (default: the compile option arch; "
+                           "0: the module's ttg.target)",
+                           check=lambda v: v == 0 or 70 <= v <= 120,
+                           allowed="0 or a compute capability such as 80 or 90",
+                           from_compile="arch"),)
 
     def run(self, module: Module, ctx: PassContext) -> None:
-        num_warps = KernelMetadata.from_ttgir(module, reader=self.name).num_warps
+        metadata = KernelMetadata.from_ttgir(module, reader=self.name)
+        num_warps = metadata.num_warps
+        # the pass option, else the module's ttg.target (set from the compile option arch)
+        target = metadata.target
+        capability = self.options["compute-capability"] or (target.arch if target else 80)
         changed = False
+        dots = []
         for op in [o for o in module.walk() if isinstance(o, DotOp)]:
+            if uses_wgmma(capability) and op.input_precision == "tf32x3" and \
+                    wgmma_kind(op) == "tf32":
+                dots += split_tf32x3(op, ctx)
+            else:
+                dots.append(op)
+        for op in dots:
+            if uses_wgmma(capability) and accelerate_v3(op, num_warps, ctx):
+                changed = True
+                continue
             mma = mma_encoding_for(op, num_warps)
             if mma is None:
                 continue

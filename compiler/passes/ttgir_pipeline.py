@@ -16,11 +16,14 @@ from compiler.codegen import vector_width as vw
 from compiler.dialects import arith, tt
 from compiler.dialects.scf import ForOp
 from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
-                                   LocalAllocOp, LocalDeallocOp, LocalLoadOp, MemDescIndexOp,
-                                   SwizzledSharedEncoding)
+                                   BarrierOp, LocalAllocOp, LocalDeallocOp, LocalLoadOp,
+                                   MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding)
+from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
+from compiler.ir.attributes import BoolAttr
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
-from compiler.ir.types import MemDescType, TensorType, i1, i32
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType, i1, i32
 
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
@@ -65,7 +68,8 @@ def _staged_loads(loop: ForOp, axis) -> list:
                 users[0].parent is not loop.body:
             continue
         alloc = users[0]
-        if not isinstance(alloc.results[0].type.encoding, SwizzledSharedEncoding):
+        if not isinstance(alloc.results[0].type.encoding,
+                          (SwizzledSharedEncoding, NVMMASharedEncoding)):
             continue
         if len(op.results[0].type.shape) != 2 or not _is_zero_other(
                 op.other):
@@ -73,7 +77,8 @@ def _staged_loads(loop: ForOp, axis) -> list:
         if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
             continue
         readers = alloc.results[0].users()
-        if readers and all(isinstance(r, LocalLoadOp) and r.results[0].users() and
+        if readers and all(isinstance(r, WarpGroupDotOp) or
+                           isinstance(r, LocalLoadOp) and r.results[0].users() and
                            all(isinstance(u, tt.DotOp) for u in r.results[0].users())
                            for r in readers):
             pairs.append((op, alloc))
@@ -173,6 +178,39 @@ def _plus(emit: _Emitter, base: Value, offset: Value | None) -> Value:
     return emit.op(arith.BINARY_OPS["addi"], [base, offset], [i32]).results[0]
 
 
+def _async_dot_waits(body) -> list:
+    """Make the loop body's warp-group dots asynchronous: each dot whose result goes only to
+    its `ttng.warp_group_dot_wait {pendings = 0}` keeps one group in flight (pendings = 1).
+    Returns the relaxed waits."""
+    waits = []
+    for op in body.ops:
+        if not isinstance(op, WarpGroupDotWaitOp) or op.pendings != 0:
+            continue
+        dot = op.operands[0].owner_op
+        if not isinstance(dot, WarpGroupDotOp) or dot.parent is not body or \
+                len(dot.results[0].uses) != 1:
+            continue
+        dot.attributes["isAsync"] = BoolAttr(True)
+        op.attributes["pendings"] = IntegerAttr(1, i32)
+        waits.append(op)
+    return waits
+
+
+def _wait_after(emit: _Emitter, loop: ForOp) -> None:
+    """After a loop with asynchronous dots: `ttng.warp_group_dot_wait {pendings = 0}` on the
+    loop's tensor results, which their users then read."""
+    results = [r for r in loop.results if isinstance(r.type, TensorType) and r.has_uses()]
+    if not results:
+        emit.op(WarpGroupDotWaitOp, [], [], {"pendings": IntegerAttr(0, i32)})
+        return
+    uses = [list(r.uses) for r in results]
+    wait = emit.op(WarpGroupDotWaitOp, results, [r.type for r in results],
+                   {"pendings": IntegerAttr(0, i32)})
+    for new, old_uses in zip(wait.results, uses):
+        for user, index in old_uses:
+            user.set_operand(index, new)
+
+
 def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     """Pipeline one scf.for (`axis`: the kernel's axis analysis); False (and nothing changed)
     when it does not qualify."""
@@ -239,9 +277,19 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
                       loc=alloc.loc).results[0]
         alloc.results[0].replace_all_uses_with(view)
         alloc.erase()
-    iv = _plus(top, new_loop.induction_var, lookahead)
+    waits = _async_dot_waits(body)
+    if waits:
+        # wgmma of iteration i runs while iteration i+1's copies are issued: wait until only
+        # this iteration's dot is in flight (so iteration i-1's slot is free), fence the CTA
+        # (the other warp groups' dots read it too), then refill that slot
+        anchor = body.ops[body.ops.index(waits[-1]) + 1]
+        issue = _Emitter(anchor)
+        issue.op(BarrierOp, [], [], loc=new_loop.loc)
+    else:
+        issue = top
+    iv = _plus(issue, new_loop.induction_var, lookahead)
     mapping = {new_loop.induction_var: iv}
-    _issue_stage(top, new_loop, ordered, loads, buffers, mapping, iv, insert_slot)
+    _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot)
 
     end = _Emitter(yield_op)
     for j in carried:
@@ -259,6 +307,8 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     after = new_loop.parent.ops[new_loop.parent.ops.index(new_loop) + 1]
     tail = _Emitter(after)
     tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
+    if waits:
+        _wait_after(tail, new_loop)
     for buffer in buffers.values():
         tail.op(LocalDeallocOp, [buffer], [], loc=new_loop.loc)
     ctx.record_pattern(f"scf.for -> {stages}-stage cp.async pipeline", op=new_loop)

@@ -6,7 +6,7 @@ from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandE
                                    LocalAllocOp, LocalLoadOp,
                                    NvidiaMmaEncoding, SliceEncoding, SwizzledSharedEncoding)
 from compiler.ir.core import Module
-from compiler.ir.types import MemDescType
+from compiler.dialects.ttg import MemDescType
 
 from .base import Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR

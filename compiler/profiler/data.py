@@ -74,6 +74,7 @@ class Profile:
     events: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
     host_start_ns: int = field(default_factory=time.perf_counter_ns)
+    warp_events: list = field(default_factory=list)   # Chrome trace events of in-kernel regions
 
     def node_at(self, path: tuple, kind: str = "scope") -> Node:
         """The node at `path` (names from the root's child down), made as needed."""

@@ -7,7 +7,8 @@ metric name (hatchet takes the metric columns from it) and carries the profile's
 (timing method, context, autotuning results) under a key that hatchet ignores; kernel nodes
 carry Proton's `device_id`/`device_type` and, for our kernels, `attributes` (kernel,
 specialization). Chrome trace (opens in Perfetto and chrome://tracing): complete events ("X",
-microseconds) on one track per kind (host scopes, GPU kernels, interpreter launches).
+microseconds) on one track per kind (host scopes, GPU kernels, interpreter launches) and, for
+instrumented kernels, a process "warps" with one track per warp of each program.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def chrome_trace(profile: Profile) -> dict:
             "dur": max(event.end_ns - event.start_ns, 0) / 1e3,
             "args": {"path": "/".join(event.path), **event.args},
         })
+    events += profile.warp_events             # in-kernel regions: one track per warp
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": profile.metadata}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from numbers import Number
 
 from compiler.profiler.data import WALL_TIME
+from compiler.profiler.regions import attach_regions
 from compiler.profiler.state import STATE, Site, active_sessions, now_ns, path_for
 from compiler.runtime.recording import LaunchInfo, LaunchObserver
 
@@ -90,8 +91,28 @@ class LaunchHook(LaunchObserver):
                     attributes)
         return site, not (python or hooked)
 
+    def variant(self, entry, jit):
+        """The region-instrumented variant of `entry` (instrumentation mode, see `instrument`)."""
+        return STATE.instrumentation.variant(entry, jit)
+
     def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         """Start the launch's plan (GPU) or its wall clock (interpreter, or no GPU timer)."""
+        if getattr(entry, "instrumented", False):
+            launch = LaunchInfo(entry, grid, args, stream, backend, jit, bound)
+            token = self._begin(entry, grid, args, stream, backend, jit, bound)
+            return self._regions_end, (token, entry, self.site_of(launch)[0],
+                                       launch.kernel_name, now_ns())
+        return self._begin(entry, grid, args, stream, backend, jit, bound)
+
+    def _regions_end(self, started) -> None:
+        """Finish the instrumented launch's timing, then put its regions in the tree."""
+        token, entry, site, name, start_ns = started
+        self.launch_end(token)
+        decoded = entry.take()
+        if decoded is not None:
+            attach_regions(site, name, entry, decoded, start_ns)
+
+    def _begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         timer = STATE.timer
         if backend == "gpu" and timer is not None:
             plan = self._plans.get(entry) if self._plans_version == STATE.version else None

@@ -24,6 +24,8 @@ from compiler.profiler.timers import BACKENDS, choose_timer
 DEFAULT_NAME = "proton"
 #: The data structures `start(data=...)` accepts.
 DATA = ("tree",)
+#: Proton's backend name for in-kernel regions (`start(backend="instrumentation")`).
+INSTRUMENTATION = "instrumentation"
 
 
 def _check(option: str, value, allowed) -> None:
@@ -53,16 +55,21 @@ def start(name: str | None = None, *, context: str = "shadow", data: str = "tree
     """Start a session and return its id. `context`: "shadow" (scopes) or "python" (the
     Python call stack at each launch of ours; other libraries' kernels still go by scopes);
     `data`: "tree"; `backend`: None (CUPTI, else CUDA events), "cupti", "cuda_events" (GPU
-    launches; interpreter launches are always timed by wall clock); `mode`: None; `hook`:
+    launches; interpreter launches are always timed by wall clock) or Proton's
+    "instrumentation"; `mode`: None, or "instrumentation[:key=value...]" (in-kernel regions:
+    our kernels run instrumented, see `instrument`; with backend="instrumentation", Proton's
+    "default[:key=value...]"); `hook`:
     None or "triton" (kernels' `launch_metadata`). One GPU timer serves every session, so a
     backend other than the running one is refused until its sessions are finalized."""
     if STATE.command_line is not None:
         return STATE.command_line
     _check("context", context, CONTEXTS)
     _check("data", data, DATA)
-    _check("backend", backend, BACKENDS)
-    _check("mode", mode, (None,))
+    _check("backend", backend, BACKENDS + (INSTRUMENTATION,))
     _check("hook", hook, HOOKS)
+    instrumentation = _instrumentation(backend, mode)
+    if backend == INSTRUMENTATION:
+        backend = None
     from compiler.runtime.driver import gpu_available
 
     timing = {"method": "wall", "time_metric": "time (wall, interpreter)",
@@ -83,10 +90,31 @@ def start(name: str | None = None, *, context: str = "shadow", data: str = "tree
     profile = Profile(name or DEFAULT_NAME, context)
     profile.metadata.update({"session": session_id, "context": context, "hook": hook,
                              "timing": dict(timing), "device": _device_metadata()})
+    if instrumentation is not None:
+        profile.metadata["instrumentation"] = {"pass": instrumentation}
     STATE.sessions[session_id] = Session(session_id, name or DEFAULT_NAME, context, hook,
-                                         profile)
+                                         profile, instrumentation=instrumentation)
     sync_hook()
     return session_id
+
+
+def _instrumentation(backend, mode) -> str | None:
+    """The instrument-regions pass a session asks for: `mode="instrumentation[:k=v...]"`, or
+    Proton's `backend="instrumentation"` with `mode` None, "default" or "default:k=v..."
+    (`instrument.pass_text`); None when neither. Another session's different pass is
+    refused (every kernel gets one variant)."""
+    from compiler.profiler.instrument import pass_text
+    if backend != INSTRUMENTATION and mode is None:
+        return None
+    if backend != INSTRUMENTATION and not str(mode).startswith("instrumentation"):
+        _check("mode", mode, (None, "instrumentation"))
+    text = pass_text(mode)
+    for other in STATE.sessions.values():
+        if other.instrumentation not in (None, text):
+            raise ValueError(f"profiler: instrumentation {text!r} asked for while session "
+                             f"{other.id} instruments with {other.instrumentation!r}; "
+                             f"finalize it first")
+    return text
 
 
 def _sessions(session: int | None) -> list:

@@ -37,6 +37,7 @@ class Session:
     hook: str | None
     profile: Profile
     active: bool = True
+    instrumentation: str | None = None    # the instrument-regions pass text, when asked for
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +71,7 @@ class _State:
     hook: object = None                               # the LaunchHook while registered
     command_line: int | None = None                   # the `prof` command's session id
     version: int = 0                                  # bumped when sessions or scopes change
+    instrumentation: object = None                    # `instrument.Instrumentation` while on
 
 
 STATE = _State()
@@ -124,6 +126,7 @@ def sync_hook() -> None:
 
     STATE.version += 1
     hook = STATE.hook
+    _sync_instrumentation(hook)
     if active_sessions():
         if hook not in recording.OBSERVERS:
             recording.OBSERVERS.append(hook)
@@ -131,6 +134,19 @@ def sync_hook() -> None:
         recording.OBSERVERS.remove(hook)
     if STATE.timer is not None:
         STATE.timer.retag(current_site())
+
+
+def _sync_instrumentation(hook) -> None:
+    """Instrumentation mode is on while an active session asked for it (one pass text for
+    all of them: `start` refuses a second, different one)."""
+    texts = {s.instrumentation for s in active_sessions() if s.instrumentation}
+    if not texts:
+        STATE.instrumentation = None
+    elif STATE.instrumentation is None or STATE.instrumentation.text not in texts:
+        from compiler.profiler.instrument import Instrumentation
+        STATE.instrumentation = Instrumentation(texts.pop())
+    if hook is not None:
+        hook.substitutes = STATE.instrumentation is not None
 
 
 def current_site() -> Site | None:

@@ -347,9 +347,8 @@ def set_dynamic_shared_memory(fn, shared_bytes: int, device: int = 0) -> None:
     limit = device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", device)
     static = function_attribute(fn, "SHARED_SIZE_BYTES")
     if shared_bytes + static > limit:
-        raise ValueError(f"kernel needs {shared_bytes} bytes of dynamic shared memory (+{static} "
-                         f"static) but this device allows at most {limit} per block; use "
-                         f"smaller blocks or fewer pipeline stages")
+        from compiler.runtime.errors import OutOfResources
+        raise OutOfResources(shared_bytes + static, limit, "shared memory (bytes per block)")
     cu = bindings()
     attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     check(cu.cuFuncSetAttribute(fn, attr, shared_bytes),
@@ -503,3 +502,11 @@ def mem_info(device: int = 0) -> tuple[int, int]:
     context(device)
     free, total = check(bindings().cuMemGetInfo(), "cuMemGetInfo")
     return int(free), int(total)
+
+
+def __getattr__(name: str):
+    """`driver.active` (Triton's `triton.runtime.driver.active`): see `active_driver`."""
+    if name == "active":
+        from compiler.runtime.active_driver import active
+        return active()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

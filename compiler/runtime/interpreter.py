@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.dialects.tt import PointerType
 from compiler.ir.core import Block, Module, Operation
 from compiler.ir.traits import Terminator
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
-from .interp import control, elementwise, tensor_ops  # noqa: F401  (register semantics)
+from .interp import control, elementwise, profile, tensor_ops  # noqa: F401  (register semantics)
 from .interp.arguments import bind_arguments
 from .interp.errors import InterpreterError, KernelAssertionError, NotVectorizable, OpError
 from .interp.memory import Memory
@@ -38,6 +39,7 @@ class Interpreter:
         self.pid = (0, 0, 0)
         self.stdout = stdout
         self.env: dict = {}
+        self.region_records: list | None = None   # tt.profile_* records (interp.profile)
         self._plans: dict[Operation, tuple] = {}
 
     # ---- launch ---------------------------------------------------------------------------------
@@ -128,13 +130,14 @@ def _normalize_grid(grid) -> tuple:
 
 
 def interpret(module: Module, grid, args: list, kernel_name: str | None = None,
-              stdout=None) -> None:
+              stdout=None, region_records: list | None = None) -> None:
     """Run the kernel of `module` over `grid` with `args` (in the kernel's parameter order).
 
     Pointer parameters take numpy arrays or torch CPU tensors, written in place (device arrays
     are staged through the host, see `interp.arguments`); scalar parameters take Python or
     numpy numbers. `stdout` receives tt.print output (default
-    sys.stdout). Raises `InterpreterError` (or `KernelAssertionError`) on a bad launch,
+    sys.stdout); `region_records`, when a list, receives the tt.profile_* records
+    (`interp.profile`). Raises `InterpreterError` (or `KernelAssertionError`) on a bad launch,
     an unmasked out-of-bounds access or a failed assertion.
     """
     func = find_kernel(module, kernel_name)
@@ -143,7 +146,9 @@ def interpret(module: Module, grid, args: list, kernel_name: str | None = None,
     values, writebacks = bind_arguments(func, list(args), memory)
     try:
         with np.errstate(all="ignore"):
-            Interpreter(module, memory, grid, stdout).launch(func, values)
+            interpreter = Interpreter(module, memory, grid, stdout)
+            interpreter.region_records = region_records
+            interpreter.launch(func, values)
     finally:
         for writeback in writebacks:          # staged device arrays get what was written
             writeback()

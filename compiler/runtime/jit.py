@@ -29,6 +29,7 @@ import textwrap
 from dataclasses import dataclass
 
 from compiler.codegen.backend import BackendOptions
+from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel sources readable)
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
@@ -39,6 +40,14 @@ from compiler.runtime.specialization import (
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
+#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. They
+#: choose how to launch, not what to compile (part of the key, never a compile option). The
+#: interpreter runs programs one after another on the host, where neither changes the result.
+GPU_UNSUPPORTED_LAUNCH_OPTIONS = {
+    "launch_cooperative_grid": "cooperative (grid-synchronizing) launches are not supported by "
+                               "the GPU launcher yet",
+    "launch_pdl": "programmatic dependent launch is not supported by the GPU launcher yet",
+}
 #: Keywords that choose how (not what) to launch; they are not part of the cache key.
 LAUNCH_CONTROLS = ("interpret", "stream")
 #: How many times a kernel's fast launch is regenerated for new argument types, at most.
@@ -92,6 +101,11 @@ class KernelParam:
     ignore_alignment: bool          # do_not_specialize_on_alignment: no divisibility
     has_default: bool
     default: object = None
+
+    @property
+    def num(self) -> int:
+        """The parameter's position (Triton's `KernelParam.num`)."""
+        return self.index
 
 
 class KernelInterface:
@@ -193,9 +207,11 @@ def _for_user(err: CompilationError) -> CompilationError:
 
 def _source_from_def(fn) -> str:
     """The function's source from its `def` line (decorators dropped), dedented, as Triton's
-    `JITFunction.src`; empty when the source is not available."""
+    `JITFunction.src` (functions defined by an exec'd string included); empty when the source
+    is not available."""
+    from compiler.frontend.source import read_source_lines
     try:
-        text = textwrap.dedent(inspect.getsource(fn))
+        text = textwrap.dedent("".join(read_source_lines(fn)[0]))
     except (OSError, TypeError):
         return ""
     match = re.search(r"^(async\s+)?def\s", text, re.MULTILINE)
@@ -219,15 +235,22 @@ class JITFunction(KernelInterface):
         self.debug = debug
         # fn(grid, kernel, args) -> {name, flops*, bytes}: read by the profiler's triton hook
         self.launch_metadata = launch_metadata
+        self._repr = repr
+        self.do_not_specialize = tuple(do_not_specialize)
+        self.do_not_specialize_on_alignment = tuple(do_not_specialize_on_alignment)
         self.file = fn.__code__.co_filename
         self.line = def_line(fn)
-        self.src = _source_from_def(fn)
+        self._src = _source_from_def(fn)
+        self._updated_src = None       # the text given to _unsafe_update_src, if any
+        self.hash = None               # Triton's attribute; cleared when the source changes
+        self.used_global_vals: dict = {}
         self.env = RuntimeEnv.from_environ()
         self.params = self._read_params(fn, do_not_specialize, do_not_specialize_on_alignment)
         self.arg_names = [p.name for p in self.params]
         self.constexprs = [p.index for p in self.params if p.is_constexpr]
         self._constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
-        self._option_names = tuple(o for o in LAUNCH_OPTIONS if o not in self.arg_names)
+        self._option_names = tuple(o for o in LAUNCH_OPTIONS + tuple(GPU_UNSUPPORTED_LAUNCH_OPTIONS)
+                                   if o not in self.arg_names)
         self._binder = self._make_binder()
         self._default_interpret = None
         self._gpu_cache: dict = {}
@@ -390,7 +413,7 @@ class JITFunction(KernelInterface):
             try:
                 compiled = self._compile_full(key, spec)
             except CompilationError as err:
-                raise _for_user(err) from None
+                raise _for_user(err) from err.__cause__
         return compiled
 
     def bind(self, *args, **kwargs) -> tuple:
@@ -478,7 +501,7 @@ class JITFunction(KernelInterface):
         try:
             return self._make_entry(key, bound, interpret)
         except CompilationError as err:
-            raise _for_user(err) from None
+            raise _for_user(err) from err.__cause__
 
     def _make_entry(self, key: tuple, bound: tuple, interpret: bool):
         spec = self._specialization(key, bound)
@@ -493,6 +516,10 @@ class JITFunction(KernelInterface):
             entry = self._interpreter_entry(key, spec, options)
             self._interp_cache[key] = entry
         else:
+            for name, why in GPU_UNSUPPORTED_LAUNCH_OPTIONS.items():
+                if options.get(name):
+                    raise self._where(f"{self.__name__}(): launch option {name}=True: {why}; "
+                                      f"launch without it (or with interpret=True)")
             compiled = self._compiled.get(key) or self._compile_full(key, spec)
             entry = _GpuEntry(compiled, spec, compiled.num_warps)
             self._gpu_cache[key] = entry
@@ -569,6 +596,36 @@ class JITFunction(KernelInterface):
             f"({', '.join(self.arg_names)}) nor a launch option ({options})")
 
     # -- compatibility ------------------------------------------------------------------------
+
+    @property
+    def src(self) -> str:
+        """The kernel's source from its `def` line, dedented (Triton's `JITFunction.src`)."""
+        return self._src
+
+    @src.setter
+    def src(self, _value) -> None:
+        raise AttributeError("cannot set 'src' directly: use _unsafe_update_src(new_source) "
+                             "(callers that inline this function must be rebuilt as well)")
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the source the kernel compiles from (Triton's test-suite hook). The new text
+        starts at the `def`; compiled specializations are dropped, and errors point at lines
+        of the new text counted from the original `def` line."""
+        self._src = self._updated_src = new_src
+        self.hash = None
+        self.used_global_vals = {}
+        self._gpu_cache.clear()
+        self._interp_cache.clear()
+        self._compiled.clear()
+        self._fast_launch = self._launch_first
+        self._fast_shape, self._fast_made = None, 0
+        self._last_grid = self._last_grid_launch = None
+
+    @property
+    def repr(self):
+        """Triton's `repr` hook (a callable naming the kernel in profiles), or None."""
+        return self._repr
+
 
     @property
     def cache_key(self) -> str:

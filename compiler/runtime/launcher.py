@@ -440,7 +440,7 @@ def _public_function(module):
 def kernel_arg_kinds(module) -> list[str]:
     """Argument kinds of a module's public kernel, from its block arguments' types
     (pointers -> "ptr", i32 -> "i32", f32 -> "fp32", ...)."""
-    from compiler.ir.types import PointerType
+    from compiler.dialects.tt import PointerType
     kinds = []
     for arg in _public_function(module).body.args:
         kinds.append("ptr" if isinstance(arg.type, PointerType) else normalize_kind(str(arg.type)))

@@ -128,6 +128,14 @@ class LaunchObserver:
     """Something in `OBSERVERS` that sees launches begin and end (the profiler's hook). It gets
     the launch's parts as they are (`LaunchInfo(...)` bundles them when it needs to)."""
 
+    #: True while the observer launches variants of the entries it sees (`variant`).
+    substitutes = False
+
+    def variant(self, entry, jit):
+        """The entry to launch in place of `entry` (asked only while `substitutes` is True:
+        the profiler's instrumentation mode runs region-instrumented kernels)."""
+        return entry
+
     def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         """Called right before the launch; returns a token handed to `launch_end`."""
         raise NotImplementedError
@@ -196,15 +204,26 @@ def observed_launch(entry, grid, args, stream, backend: str, jit=None, bound=Non
     bound arguments, for observers that read them (the profiler's `launch_metadata` hook)."""
     if len(OBSERVERS) == 1:                  # the usual case, kept short
         observer = OBSERVERS[0]
+        if observer.substitutes:
+            entry = observer.variant(entry, jit)
         token = observer.launch_begin(entry, grid, args, stream, backend, jit, bound)
         try:
             entry.launch(grid, args, stream)
         finally:
             observer.launch_end(token)
         return entry.kernel
+    entry = _variant(entry, jit)
     _observed((entry, grid, args, stream, backend, jit, bound), entry.launch,
               (grid, args, stream))
     return entry.kernel
+
+
+def _variant(entry, jit):
+    """The entry the first substituting observer launches instead of `entry`, else `entry`."""
+    for observer in OBSERVERS:
+        if observer.substitutes:
+            return observer.variant(entry, jit)
+    return entry
 
 
 def _observed(launch: tuple, go, go_args) -> None:
@@ -224,11 +243,12 @@ def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None
     caller passed them (arrays, not addresses); each recorder keeps them weakly as the trace's
     last launch arguments."""
     grid = _grid_tuple(grid)
-    record_args = (entry, grid, args, stream, backend, sources)
     if OBSERVERS:
-        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch, record_args)
+        entry = _variant(entry, jit)
+        _observed((entry, grid, args, stream, backend, jit, bound), _record_launch,
+                  (entry, grid, args, stream, backend, sources))
     else:
-        _record_launch(*record_args)
+        _record_launch(entry, grid, args, stream, backend, sources)
 
 
 def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:

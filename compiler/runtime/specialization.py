@@ -177,7 +177,8 @@ def _handler_for(arg):
         return _cuda_interface_entry
     if hasattr(arg, "__array_interface__") and hasattr(arg, "dtype"):
         return _ndarray_entry
-    return lambda value: UnsupportedArgument(f"a {type_.__name__}")
+    what = getattr(type_, "kernel_argument_note", None) or f"a {type_.__name__}"
+    return lambda value: UnsupportedArgument(what)
 
 
 def _is_numpy_scalar(type_) -> bool:
@@ -386,6 +387,21 @@ class ASTSource:
     constexprs: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        """Accept Triton's spellings too: `constexprs=None`, constexprs keyed by parameter
+        position (`{(2,): 64}` or `{2: 64}`), attrs keyed by position with
+        `[["tt.divisibility", 16]]` lists."""
+        names = list(inspect.signature(self.python_fn).parameters)
+        self.constexprs = {_param_name(k, names): v for k, v in (self.constexprs or {}).items()}
+        attrs = dict(self.attrs or {})
+        positional = {k: v for k, v in attrs.items() if not isinstance(k, str)}
+        if positional:
+            attrs = {k: v for k, v in attrs.items() if isinstance(k, str)}
+            divisible = [_param_name(k, names) for k, specs in positional.items()
+                         if ["tt.divisibility", 16] in [list(s) for s in specs]]
+            attrs["divisibility_16"] = sorted(set(attrs.get("divisibility_16", [])) | set(divisible))
+        self.attrs = attrs
+
     @property
     def python_fn(self):
         """The undecorated Python function."""
@@ -430,6 +446,18 @@ class ASTSource:
 
         return generate_ttir(self.fn, dict(self.signature), dict(self.constexprs),
                              dict(self.attrs), dict(options or {}))
+
+
+def _param_name(key, names: list) -> str:
+    """A parameter's name from a name, a position, or Triton's one-element position tuple."""
+    if isinstance(key, tuple) and len(key) == 1:
+        key = key[0]
+    if isinstance(key, int):
+        if not 0 <= key < len(names):
+            raise ValueError(f"parameter position {key} is out of range; the function takes "
+                             f"({', '.join(names)})")
+        return names[key]
+    return key
 
 
 def function_source(fn) -> str:

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from compiler.trace import CompileTrace
+from explorer.heatmap import heat_summary, region_heat, render_heat
 from explorer.lexers import lexer_for_stage
 from explorer.views.code_view import CodeView
 
@@ -71,10 +72,15 @@ class LinkedView(Vertical):
         """Load the three texts and the maps of a trace."""
         self.trace = trace
         self.inverse = ptx_to_ttgir(trace.ttgir_to_ptx)
+        heat = region_heat(trace)            # in-kernel region times (explorer/heatmap.py)
         for stage, widget_id in (("ttgir", "#linked-ttgir"), ("ptx", "#linked-ptx"),
                                  ("source", "#linked-python")):
-            self.query_one(widget_id, CodeView).set_text(trace.stages.get(stage, ""),
-                                                         lexer_for_stage(stage))
+            view = self.query_one(widget_id, CodeView)
+            view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage))
+            if heat[stage]:
+                view._lines = render_heat(view._lines, heat[stage])
+        if trace.regions:
+            self.query_one("#linked-status", Static).update(heat_summary(trace))
         if not trace.ttgir_to_ptx:
             self.query_one("#linked-status", Static).update(
                 "this trace has no ttgir→PTX map (the backend did not record one)")

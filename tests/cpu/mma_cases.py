@@ -21,6 +21,9 @@ AFTER_MMA = ("remove-layout-conversions,reduce-data-duplication,reorder-instruct
              "allocate-shared-memory")
 #: Triton's order: ... optimize-thread-locality, accelerate-matmul, remove-layout-conversions ...
 WITH_MMA = f"{BEFORE_MMA},accelerate-matmul,{AFTER_MMA}"
+#: these helpers test mma.sync (MMA v2): they compile for sm_80, where accelerate-matmul picks
+#: it (on sm_90 it picks wgmma: tests/cpu/test_wgmma.py)
+MMA_V2_TARGET = {"arch": 80}
 
 
 @triton.jit
@@ -59,19 +62,21 @@ def tile_dot_source(element: str, m: int, n: int, k: int, acc: str = "fp32") -> 
 
 def compile_source_ttgir(source, num_warps: int, pipeline: str):
     """Compile an ASTSource through ttgir with the given ttgir pipeline."""
-    return compile_source(source, options={"num_warps": num_warps},
+    return compile_source(source, options={"num_warps": num_warps, **MMA_V2_TARGET},
                           pipelines={"ttgir": pipeline}, stop_after="ttgir")
 
 
 def compile_jit(kernel, args: list, constexprs: dict, options: dict, pipeline: str | None,
-                stop_after: str = "ttgir"):
+                stop_after: str = "ttgir", target: dict | None = None):
     """Compile one specialization of a @jit kernel for `args` with a ttgir pipeline (None: the
-    default); returns (compiled, runtime arguments)."""
+    default) for `target`'s compile options (default: sm_80, mma.sync); returns (compiled,
+    runtime arguments)."""
     fn = JITFunction(kernel.fn)
     bound, key = fn.bind(*args, **constexprs, **options)[:2]
     spec = fn._specialization(key, bound)
     compile_options = {k: v for k, v in fn.compile_options(key).items()
                        if k in CompileOptions.__dataclass_fields__}
+    compile_options.update(MMA_V2_TARGET if target is None else target)
     pipelines = {"ttgir": pipeline} if pipeline is not None else None
     compiled = compile_source(fn.source_for(spec), options=compile_options, pipelines=pipelines,
                               stop_after=stop_after)

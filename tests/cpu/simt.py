@@ -96,6 +96,8 @@ class Memory:
         self.buffers: list = []
         self.shared = np.zeros(0, dtype=np.uint8)
         self.local = np.zeros(256, dtype=np.uint8)
+        self.named: dict = {}     # kernel global name -> address of the buffer standing for it
+        self.clock = 0            # %globaltimer / %clock64 read as a counter, +1 per read
 
     def add(self, array: np.ndarray) -> int:
         self.buffers.append(np.frombuffer(np.ascontiguousarray(array).tobytes(),
@@ -168,6 +170,8 @@ class CTA:
         if isinstance(v, ir.GlobalVariable):
             if v.name == "global_smem":
                 return np.full(self.n, SHARED_TAG << GLOBAL_SHIFT, dtype=np.uint64)
+            if v.name in self.memory.named:          # a global the test gave memory for
+                return np.full(self.n, self.memory.named[v.name], dtype=np.uint64)
             return np.zeros(self.n, dtype=np.uint64)     # strings for vprintf: never read
         return self.values[id(v)]
 
@@ -507,6 +511,9 @@ class CTA:
             if token.startswith("$"):
                 k = int(token[1:])
                 return outs[k] if k < n_out else operands[k]
+            if token in ("%globaltimer", "%clock64"):
+                self.memory.clock += 1
+                return np.full(self.n, self.memory.clock, dtype=np.uint64)
             return np.full(self.n, int(token, 0), dtype=np.uint64)
 
         for line in asm.asm.split("\n"):
@@ -541,6 +548,8 @@ class CTA:
                 self._atom(op, rest, ref, outs, pred)
             elif op.startswith("cp.async."):
                 self._cp_async(op, rest, ref, pred)
+            elif op.startswith("fence."):
+                pass             # memory fences order nothing in lockstep
             else:
                 raise Unsupported(f"inline PTX {op}")
         if n_out == 0:
@@ -706,14 +715,17 @@ def _size(ty) -> int:
     return max(1, _bits(ty) // 8)
 
 
-def run_kernel(kernel, grid: tuple, args: list) -> Memory:
+def run_kernel(kernel, grid: tuple, args: list, globals_: dict | None = None) -> Memory:
     """Run a `LoweredKernel` over `grid` with `args` (numpy arrays become global buffers, in
-    order; scalars are passed as they are). Returns the memory; read buffer i back with
+    order; scalars are passed as they are). `globals_`: kernel global name -> numpy array
+    holding it (buffers after the arguments'). Returns the memory; read buffer i back with
     `memory.read(i, like=array)`."""
     memory = Memory()
     values = []
     for a in args:
         values.append(memory.add(a) if isinstance(a, np.ndarray) else a)
+    for name, array in (globals_ or {}).items():
+        memory.named[name] = memory.add(array)
     fn = next(f for f in kernel.llvm_module.functions if f.name == kernel.name)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     for z in range(grid[2]):

@@ -214,8 +214,9 @@ def test_llir_passes_cannot_run_in_the_ttgir_pipeline():
 def test_metadata_is_made_by_the_ttgir_stage_and_completed_by_the_lowering():
     kernel = compile_kernel(fma_source(), {**NO_BINARIES, "num_warps": 2}, stop_after="llir")
     meta = kernel.metadata
-    assert (meta.name, meta.num_warps, meta.threads_per_warp, meta.num_ctas, meta.target) == \
+    assert (meta.name, meta.num_warps, meta.threads_per_warp, meta.num_ctas, meta.target_name) == \
         ("fma_kernel", 2, 32, 1, "cuda:90")
+    assert (meta.target.backend, meta.target.arch) == ("cuda", 90)      # Triton's GPUTarget
     assert meta.arg_kinds == ("ptr<f32>",) * 4
     assert KernelMetadata.from_dict(meta.to_dict()) == meta
     assert meta["num_warps"] == 2 and meta.get("missing", 7) == 7

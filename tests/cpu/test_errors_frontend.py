@@ -157,8 +157,9 @@ def k_break(X, n):
 
 @jit
 def k_return_in_if(X, n):
-    if n > 0:
-        return  # ERR
+    for i in range(n):   # an early return in an `if` is supported; inside a loop it is not
+        if i > 2:
+            return  # ERR
     tl.store(X, n)
 
 

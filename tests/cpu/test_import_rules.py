@@ -111,7 +111,5 @@ def test_codegen_imports_neither_the_driver_nor_the_frontend():
     assert violations("compiler/codegen", ("compiler.compiler", "compiler.frontend")) == []
 
 
-@pytest.mark.xfail(strict=False, reason="the dialect registry (issue 8 item 2) is the registry "
-                                        "helper's")
 def test_the_ir_core_imports_no_dialect():
     assert violations("compiler/ir", ("compiler.dialects",)) == []

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from compiler.dialects import arith, scf, tt
+from compiler.dialects.tt import PointerType
 from compiler.ir import (Builder, DenseAttr, FileLineCol, FunctionType, Module, NameLoc,
-                         ParseError, PointerType, StringAttr, TensorType, TypeAttr,
+                         ParseError, StringAttr, TensorType, TypeAttr,
                          VerificationError, f32, i1, i32, int_attr, new_region_with_block,
                          parse_module, print_module)
 from compiler.ir.verifier import verify_module

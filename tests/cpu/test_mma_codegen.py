@@ -14,7 +14,7 @@ from compiler.compiler import compile as compile_source
 from compiler.ir import parse_module, print_module
 from compiler.runtime.specialization import ASTSource
 from sample_kernels.matmul import matmul_kernel
-from tests.cpu.mma_cases import WITH_MMA, compile_jit, run_on_simt
+from tests.cpu.mma_cases import MMA_V2_TARGET, WITH_MMA, compile_jit, run_on_simt
 from tests.cpu.test_frontend_reference import ref  # noqa: F401  (fixture)
 from tests.kernels_zoo import BY_NAME, check_outputs, make_case
 
@@ -62,7 +62,7 @@ def test_reference_matmul_kernel_uses_tensor_cores(ref, num_warps):  # noqa: F81
                        dict(sak=1, sbn=1, scn=1, BM=128, BN=128, BK=64, GROUP_M=8),
                        {"divisibility_16": ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam",
                                             "sbk", "scm"]})
-    compiled = compile_source(source, options={"num_warps": num_warps},
+    compiled = compile_source(source, options={"num_warps": num_warps, **MMA_V2_TARGET},
                               pipelines={"ttgir": WITH_MMA})
     _assert_tensor_core_ptx(compiled, SPILLS[num_warps])
     # the final ttgir still parses back (every ttgir pass was verified by the pass manager)
@@ -78,7 +78,8 @@ IN_REGISTERS = WITH_MMA.replace("reduce-data-duplication,", "")
 @pytest.mark.parametrize("element", ["fp16", "bf16"])
 def test_tile_dot_instruction_matches_the_operand_type(element):
     from tests.cpu.mma_cases import tile_dot_source
-    compiled = compile_source(tile_dot_source(element, 64, 64, 32), options={"num_warps": 4},
+    compiled = compile_source(tile_dot_source(element, 64, 64, 32),
+                              options={"num_warps": 4, **MMA_V2_TARGET},
                               pipelines={"ttgir": WITH_MMA})
     ir_type = {"fp16": "f16", "bf16": "bf16"}[element]
     ptx = compiled.asm["ptx"]

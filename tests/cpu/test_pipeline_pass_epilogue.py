@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from compiler.analysis.conversion import tensor_plan
 from compiler.dialects.ttg import BlockedEncoding, NvidiaMmaEncoding
-from compiler.ir.types import PointerType, TensorType, f16, f32
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import TensorType, f16, f32
 from tests.cpu.pipeline_cases import compile_matmul
 
 MMA = NvidiaMmaEncoding(2, 0, (2, 2), (16, 8))

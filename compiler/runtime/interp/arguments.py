@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from compiler.ir.types import FloatType, IntegerType, PointerType, Type
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import FloatType, IntegerType, Type
 
 from .errors import InterpreterError, OpError
 from .memory import Memory

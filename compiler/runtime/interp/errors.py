@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import linecache
 
+from compiler.errors import TritonError
 from compiler.ir.location import Location
 
 
@@ -35,8 +36,9 @@ def format_error(loc: Location, op_name: str, pid: tuple | None, message: str) -
     return f"{where}error: {op_name}{program}: {message}{source_excerpt(loc)}"
 
 
-class InterpreterError(Exception):
-    """A kernel failed under the interpreter: bad access, bad argument or unsupported op."""
+class InterpreterError(TritonError):
+    """A kernel failed under the interpreter: bad access, bad argument or unsupported op
+    (`triton.runtime.errors.InterpreterError`)."""
 
     def __init__(self, message: str, op=None, pid: tuple | None = None):
         loc = op.loc if op is not None else None

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from compiler.dialects import tt, ttg
+from compiler.dialects import tt, ttg, ttng
 from compiler.ir.types import TensorType
 
 from .errors import KernelAssertionError
@@ -150,6 +150,20 @@ def dot(ctx, op, values):
         compute = acc_dtype
     product = np.matmul(a.astype(compute), b.astype(compute))
     return product + acc.astype(compute)
+
+
+@semantics(ttng.WarpGroupDotOp)
+def warp_group_dot(ctx, op, values):
+    """Hopper's warp-group dot computes what tt.dot computes; its shared operands are read
+    from their buffers (a sequential run has no asynchrony to model)."""
+    a, b, acc = (v.data if isinstance(v, SharedBuffer) else v for v in values)
+    return dot(ctx, op, (a, b, acc))
+
+
+@semantics(ttng.WarpGroupDotWaitOp)
+def warp_group_dot_wait(ctx, op, values):
+    """Waiting for warp-group dots passes its operands through (they completed at once)."""
+    return list(values)
 
 
 # ---- debugging ---------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from compiler.ir.types import FloatType, IntegerType, PointerType, TensorType, Type
+from compiler.dialects.tt import PointerType
+from compiler.ir.types import FloatType, IntegerType, TensorType, Type
 
 from .errors import OpError
 

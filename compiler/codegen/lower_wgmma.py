@@ -1,0 +1,238 @@
+"""`ttng.warp_group_dot` and `ttng.warp_group_dot_wait` on Hopper: `wgmma.mma_async`.
+
+One warp group (4 warps, 128 threads) computes a 64 x N tile per instruction; the layout
+`#ttg.nvidia_mma` v3 stacks the warps of a warp group along M (16 rows each) and repeats the
+64 x N instruction tile over the CTA tile. For each repetition (M, N) and each K step the
+lowering hands wgmma a 64-bit matrix descriptor per shared operand (`compiler.codegen.nvmma`:
+start address of the sub-matrix, LBO/SBO strides and swizzle mode, all read off the
+nvmma_shared layout) or, for a register A, four 32-bit words of the A fragment. Which
+accumulator register is which fragment element comes from the accumulator's linear layout, so
+the epilogue (stores, reductions, elementwise ops) reads the same registers through the generic
+layout code. The sequence per dot is `wgmma.fence`, the mma_async instructions (chained on the
+same accumulator registers), `wgmma.commit_group`; `ttng.warp_group_dot_wait {pendings = N}` is
+`wgmma.wait_group N` with the accumulator registers passed through it, so nothing reads them
+before the wait.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.analysis.layout_to_linear import LANE, REGISTER, WARP, to_linear_layout
+from compiler.dialects import ttng
+from compiler.dialects.ttg import MemDescType
+from compiler.ir.types import TensorType
+
+from .llvm_helpers import I64, i32, inline_ptx, llvm_type, pack_words, type_bits, unpack_words
+from .lowering import LoweringError
+from .nvmma import emit_descriptor, emit_offset
+from .registry import lowers
+
+I32 = ir.IntType(32)
+F32 = ir.FloatType()
+WARP_GROUP = 4
+WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "f8E4M3FN": "e4m3",
+               "f8E5M2": "e5m2"}
+
+
+def _thread_zero_coords(encoding, shape) -> list:
+    """Per register, the (dim 0, dim 1) its element has in lane 0 of warp 0 (the register part
+    of the linear layout; lanes and warps only add an offset)."""
+    layout = to_linear_layout(encoding, tuple(shape))
+    count = layout.in_dim_size(REGISTER)
+    out = []
+    for reg in range(count):
+        found = layout.apply({REGISTER: reg, LANE: 0, WARP: 0})
+        out.append(tuple(found[d] for d in layout.out_dims))
+    return out
+
+
+def fragment_registers(encoding, shape, tile: tuple, origin: tuple, k_major: bool = False):
+    """The registers of one instruction fragment, in fragment order: the 16 x 8 pieces of the
+    tile (`tile` rows x cols per warp, at `origin` relative to warp 0's first element) are
+    numbered along the columns, and inside a piece (row r, col c) is element
+    (r / 8) * 2 + c % 2 of its 4, as the PTX ISA lays out the wgmma accumulator and A
+    fragments (the mma.sync m16n8 fragment)."""
+    by_index = {}
+    for reg, (r, c) in enumerate(_thread_zero_coords(encoding, shape)):
+        rr, cc = r - origin[0], c - origin[1]
+        if 0 <= rr < tile[0] and 0 <= cc < tile[1]:
+            by_index.setdefault((cc // 8) * 4 + (rr // 8) * 2 + cc % 2, reg)
+    expected = tile[0] * tile[1] // 32
+    if sorted(by_index) != list(range(expected)):
+        raise LoweringError(f"{encoding}: registers do not form a wgmma fragment at {origin}")
+    return [by_index[i] for i in range(expected)]
+
+
+class _SharedOperand:
+    """A shared operand of a warp-group dot: its base pointer, layout and warp-group offset."""
+
+    def __init__(self, ctx, value, op_idx: int, mma):
+        self.t: MemDescType = value.type
+        self.enc = self.t.encoding
+        self.base = ctx.get(value)[0]
+        self.op_idx = op_idx
+        b = ctx.builder
+        warp = ctx.indexer.warp()
+        first = b.and_(warp, i32(~(WARP_GROUP - 1) & 0xFFFFFFFF))
+        wm, wn = mma.warps_per_cta
+        # the rows (A) or columns (B) of the first warp of this thread's warp group
+        if op_idx == 0:
+            self.group = b.mul(b.urem(first, i32(wm)), i32(mma.instr_shape[0]))
+        else:
+            self.group = b.mul(b.urem(b.udiv(first, i32(wm)), i32(wn)), i32(mma.instr_shape[1]))
+        self.address = b.ptrtoint(self.base, I32)
+
+    @property
+    def transposed(self) -> bool:
+        """Whether wgmma must read it with its transpose bit (M/N contiguous, not K)."""
+        return self.enc.transposed if self.op_idx == 0 else not self.enc.transposed
+
+    def descriptor(self, ctx, outer: int, k: int):
+        """Descriptor of the sub-matrix at M/N offset `outer` (plus the warp group's) and K
+        offset `k`."""
+        b = ctx.builder
+        mn = b.add(self.group, i32(outer)) if outer else self.group
+        coords = [mn, i32(k)] if self.op_idx == 0 else [i32(k), mn]
+        offset = emit_offset(b, self.enc, coords, self.t.shape)
+        nbytes = b.mul(offset, i32(self.t.element.width // 8))
+        return emit_descriptor(b, self.enc, self.t.shape, b.add(self.address, nbytes))
+
+
+def _wgmma(builder, shape: tuple, types: tuple, acc: list, a_operand, b_desc, trans: tuple,
+           acc_is_f16: bool):
+    """One `wgmma.mma_async.sync.aligned.m64n{N}k{K}.{D}.{A}.{B}` on packed accumulator words
+    `acc`; `a_operand` is a descriptor (i64) or four i32 words (register A)."""
+    n, k = shape
+    d_type, a_type, b_type = types
+    count = len(acc)
+    a_regs = a_operand if isinstance(a_operand, list) else [a_operand]
+    first = count
+    a_text = ("{" + ", ".join(f"${first + i}" for i in range(len(a_regs))) + "}"
+              if len(a_regs) > 1 else f"${first}")
+    b_index = first + len(a_regs)
+    scale = b_index + 1
+    immediates = "1, 1"
+    if a_type in ("f16", "bf16"):
+        immediates += (f", {int(trans[1])}" if len(a_regs) > 1 else
+                       f", {int(trans[0])}, {int(trans[1])}")
+    outs = ", ".join(f"${i}" for i in range(count))
+    asm = ("{\n.reg .pred p;\n"
+           f"setp.ne.b32 p, ${scale}, 0;\n"
+           f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d_type}.{a_type}.{b_type} "
+           f"{{{outs}}}, {a_text}, ${b_index}, p, {immediates};\n}}")
+    reg = "r" if acc_is_f16 else "f"
+    constraints = ([f"={reg}"] * count + ["r" if len(a_regs) > 1 else "l"] * len(a_regs) +
+                   ["l", "r"] + [str(i) for i in range(count)])
+    ret = ir.LiteralStructType([acc[0].type] * count)
+    args = a_regs + [b_desc, i32(1)] + acc
+    result = inline_ptx(builder, ret, asm, ",".join(constraints), args)
+    return [builder.extract_value(result, i) for i in range(count)]
+
+
+def wait_group(builder, values: list, pendings: int) -> list:
+    """`wgmma.wait_group.sync.aligned pendings` with `values` (registers) passed through it."""
+    asm = f"wgmma.wait_group.sync.aligned {pendings};"
+    if not values:
+        inline_ptx(builder, ir.VoidType(), asm, "", [])
+        return []
+    letters = {16: "h", 32: "r", 64: "l"}
+    kinds = ["f" if isinstance(v.type, ir.FloatType) else letters[type_bits(v.type)]
+             for v in values]
+    constraints = [f"={x}" for x in kinds] + [str(i) for i in range(len(values))]
+    ret = ir.LiteralStructType([v.type for v in values])
+    result = inline_ptx(builder, ret, asm, ",".join(constraints), values)
+    return [builder.extract_value(result, i) for i in range(len(values))]
+
+
+def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
+    """K steps after which an fp8 dot adds its partial (lower-precision) wgmma accumulator
+    into the f32 one (`maxNumImpreciseAcc` K elements, Triton's meaning); None: never."""
+    limit = op.attributes.get("maxNumImpreciseAcc")
+    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value < k_total:
+        return None
+    return max(1, limit.value // instr_k)
+
+
+@lowers(ttng.WarpGroupDotOp)
+def lower_warp_group_dot(ctx, op):
+    """`ttng.warp_group_dot`: fence, one wgmma per (M rep, N rep, K step), commit. An fp8 dot
+    with `maxNumImpreciseAcc` accumulates each run of that many K elements into zeroed
+    registers, waits for them and adds them to the accumulator in f32."""
+    a, bv, c = op.operands
+    b = ctx.builder
+    ct: TensorType = c.type
+    mma = ct.encoding
+    m, n = ct.shape
+    k_total = a.type.shape[1]
+    wm, wn = mma.warps_per_cta
+    _, instr_n, instr_k = mma.instr_shape
+    element = str(a.type.element)
+    if element not in WGMMA_TYPES:
+        raise LoweringError(f"ttng.warp_group_dot: no wgmma for {element} operands")
+    a_type = WGMMA_TYPES[element]
+    acc_is_f16 = str(ct.element) == "f16"
+    types = ("f16" if acc_is_f16 else "f32", a_type, a_type)
+    acc = list(ctx.get(c))
+    b_op = _SharedOperand(ctx, bv, 1, mma)
+    a_shared = isinstance(a.type, MemDescType)
+    a_op = _SharedOperand(ctx, a, 0, mma) if a_shared else None
+    a_regs = None if a_shared else ctx.get(a)
+    inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
+    flush = _flush_steps(op, a_type, instr_k, k_total)
+    steps = k_total // instr_k
+    runs = [range(steps)] if flush is None else [range(s, min(s + flush, steps))
+                                                for s in range(0, steps, flush)]
+    rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
+    for rm in range(m // rows_per_rep):
+        for rn in range(n // cols_per_rep):
+            regs = fragment_registers(mma, ct.shape, (16, instr_n), (rm * rows_per_rep,
+                                                                     rn * cols_per_rep))
+            words = [acc[r] for r in regs]
+            if acc_is_f16:
+                words = pack_words(b, words, 32)
+            total = words
+            for run in runs:
+                if flush is not None:       # a fresh partial accumulator for this run
+                    inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
+                    words = [ir.Constant(F32, 0.0)] * len(total)
+                for kk in run:
+                    b_desc = b_op.descriptor(ctx, rn * cols_per_rep, kk * instr_k)
+                    if a_shared:
+                        a_operand = a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
+                    else:
+                        a_idx = fragment_registers(a.type.encoding, a.type.shape,
+                                                   (16, instr_k),
+                                                   (rm * rows_per_rep, kk * instr_k))
+                        a_operand = pack_words(b, [a_regs[i] for i in a_idx], 32)
+                    words = _wgmma(b, (instr_n, instr_k), types, words, a_operand, b_desc,
+                                   (a_op.transposed if a_shared else False, b_op.transposed),
+                                   acc_is_f16)
+                if flush is not None:
+                    inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
+                    words = wait_group(b, words, 0)
+                    total = [b.fadd(t, w) for t, w in zip(total, words)]
+            words = total if flush is not None else words
+            if acc_is_f16:
+                words = unpack_words(b, words, llvm_type(ct), 2)
+            for r, value in zip(regs, words):
+                acc[r] = value
+    inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
+    ctx.set(op.results[0], acc)
+
+
+@lowers(ttng.WarpGroupDotWaitOp)
+def lower_warp_group_dot_wait(ctx, op):
+    """`ttng.warp_group_dot_wait {pendings = N}`: `wgmma.wait_group.sync.aligned N`, the
+    tensors' registers passed through it (tied operands) so later reads follow the wait."""
+    pendings = op.attributes["pendings"].value
+    values, spans = [], []
+    for v in op.operands:
+        regs = list(ctx.get(v)) if isinstance(v.type, TensorType) else []
+        spans.append((len(values), len(regs)))
+        values += regs
+    out = wait_group(ctx.builder, values, pendings)
+    for v, r, (start, count) in zip(op.operands, op.results, spans):
+        if isinstance(v.type, TensorType):
+            ctx.set(r, out[start:start + count])
+        else:
+            ctx.set(r, ctx.get(v))

@@ -1,0 +1,1 @@
+"""Host-side helpers in the shape of `triton.tools` (`tensor_descriptor`)."""
