@@ -4,7 +4,8 @@
     recompile(trace, pipelines, kernel=None)              compile a recorded kernel again
     list_passes()                                         the registered passes, docs, options
     check_pipeline(text) / parse_stage_overrides(items)   read and validate pipeline strings
-    describe_layout(encoding_text, shape)                 who owns which element of a layout
+    describe_layout(encoding_text, shape)                 a layout's map: owners or offsets/banks,
+                                                          and its bases table
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
     bisect(path, kernel=None, pipelines=None)             the first pass that changes results
 
@@ -367,15 +368,41 @@ class NotDrawable(ValueError):
     message says why (for a shared layout: what it is)."""
 
 
+@dataclass(frozen=True)
+class BasisRow:
+    """One row of a layout's bases table: input bit `bit` of `in_dim` (register, lane, warp,
+    block; offset for shared memory) moves the tensor coordinates by `values` (one per dim,
+    XOR-combined with the other set bits). All zeros: a broadcast bit."""
+
+    in_dim: str
+    bit: int
+    values: tuple
+
+
 @dataclass
 class LayoutDescription:
-    """What a layout does to a tensor of `shape`: a one-line summary and, for distributed
-    layouts, `owners[coord] = [(warp, lane, register), ...]`."""
+    """What a layout does to a tensor of `shape`, computed from its linear layout: a one-line
+    summary, the bases table (`bases`, over the output dims `out_dims`), and for distributed
+    layouts `owners[coord] = [(warp, lane, register), ...]`; for shared layouts (`shared`)
+    `offsets[coord]` (the element's position in the buffer, in elements) and `banks[coord]`
+    (its 4-byte bank, for elements of `element_bits` bits)."""
 
     encoding: str
     shape: tuple
     summary: str
     owners: dict
+    bases: tuple = ()
+    out_dims: tuple = ()
+    shared: bool = False
+    offsets: dict = field(default_factory=dict)
+    banks: dict = field(default_factory=dict)
+    element_bits: int = 0
+
+    def bases_table(self) -> list[list[str]]:
+        """The bases as rows of text: a header (`in`, `bit`, the dims), then one row per bit."""
+        head = ["in", "bit"] + list(self.out_dims)
+        return [head] + [[row.in_dim, str(row.bit)] + [str(v) for v in row.values]
+                         for row in self.bases]
 
 
 def _parse_encoding(encoding_text: str, aliases: dict):
@@ -398,28 +425,74 @@ def _parse_encoding(encoding_text: str, aliases: dict):
         raise NotDrawable(f"the compiler cannot read this layout ({error})") from None
 
 
-def describe_layout(encoding_text: str, shape: tuple, aliases: dict | None = None
-                    ) -> LayoutDescription:
-    """Ownership of every element of a `shape` tensor in the layout `encoding_text` (a full
-    `#ttg.…<…>` text or an alias defined in `aliases`), from the compiler's layout model.
-    Shared layouts and layouts the model cannot map raise `NotDrawable` saying why."""
+def describe_layout(encoding_text: str, shape: tuple, aliases: dict | None = None,
+                    element_bits: int | None = None) -> LayoutDescription:
+    """The layout `encoding_text` (a full `#ttg.…<…>` text or an alias defined in `aliases`)
+    on a `shape` tensor, from the compiler's linear layout of it: who owns each element
+    (distributed layouts) or where each element lies and in which bank (shared layouts, for
+    `element_bits`-bit elements: the encoding's own width for nvmma_shared, else 16 unless
+    given), with the bases as a table. Layouts the model cannot map raise `NotDrawable`
+    saying why."""
     try:
-        from compiler.analysis import layouts
-        from compiler.dialects.ttg import SwizzledSharedEncoding
+        from compiler.analysis import layout_to_linear as linear
     except ImportError as error:
         raise NotDrawable(f"drawing layouts needs the compiler's layout model ({error})") \
             from None
     encoding = _parse_encoding(encoding_text, dict(aliases or {}))
-    if isinstance(encoding, SwizzledSharedEncoding):
-        raise NotDrawable("shared memory: no thread owns its elements")
     try:
-        owners = layouts.element_owners(encoding, tuple(shape))
-        summary = layouts.describe(encoding, tuple(shape))
-    except (NotImplementedError, AttributeError, IndexError) as error:
-        raise NotDrawable(f"the layout model maps blocked, mma and dot_op layouts and slices "
-                          f"of blocked layouts; it cannot map {encoding_text} yet ({error})") \
-            from None
-    return LayoutDescription(encoding_text, tuple(shape), summary, owners)
+        layout = linear.to_linear_layout(encoding, tuple(shape))
+    except ValueError as error:          # LayoutConversionError and invalid bases
+        raise NotDrawable(f"the compiler has no linear layout for {encoding_text} on "
+                          f"{'x'.join(map(str, shape))}: {error}") from None
+    bases = tuple(BasisRow(d, i, tuple(vec)) for d in layout.in_dims
+                  for i, vec in enumerate(layout.bases(d)))
+    out_dims = tuple(layout.out_dims)
+    if linear.OFFSET in layout.in_dims:
+        bits = element_bits or getattr(encoding, "element_bit_width", None) or 16
+        offsets, banks = _shared_places(layout, bits)
+        summary = (f"shared memory: {len(offsets)} elements of {bits} bits at offsets "
+                   f"0..{layout.in_dim_size(linear.OFFSET) - 1}, 4-byte banks shown; no thread "
+                   "owns its elements")
+        return LayoutDescription(encoding_text, tuple(shape), summary, {}, bases, out_dims,
+                                 True, offsets, banks, bits)
+    owners = _owners(layout)
+    summary = _distributed_summary(layout)
+    return LayoutDescription(encoding_text, tuple(shape), summary, owners, bases, out_dims)
+
+
+def _owners(layout) -> dict:
+    """{coords: [(warp, lane, register), ...]} of a distributed linear layout."""
+    owners: dict = {}
+    sizes = [layout.in_dim_size(d) if d in layout.in_dims else 1
+             for d in ("warp", "lane", "register")]
+    for warp in range(sizes[0]):
+        for lane in range(sizes[1]):
+            for register in range(sizes[2]):
+                coord = layout.apply_tuple(register=register, lane=lane, warp=warp)
+                owners.setdefault(coord, []).append((warp, lane, register))
+    return owners
+
+
+def _distributed_summary(layout) -> str:
+    """`8 elements/thread, 32 lanes x 4 warps, 2 broadcast bits (lane 1, warp 0)`."""
+    free = [f"{d} {i}" for d in layout.in_dims for i in layout.zero_bases(d)]
+    text = (f"{layout.in_dim_size('register')} elements/thread, "
+            f"{layout.in_dim_size('lane')} lanes x {layout.in_dim_size('warp')} warps")
+    if free:
+        text += f", {len(free)} broadcast bit(s) ({', '.join(free)})"
+    return text
+
+
+def _shared_places(layout, element_bits: int) -> tuple:
+    """({coords: offset}, {coords: bank}) of a shared linear layout (offset -> coords)."""
+    offsets, banks = {}, {}
+    for offset in range(layout.in_dim_size("offset")):
+        coord = layout.apply_tuple(offset=offset)
+        if coord in offsets:
+            continue
+        offsets[coord] = offset
+        banks[coord] = (offset * element_bits // 32) % 32
+    return offsets, banks
 
 
 # ---- the GPU ------------------------------------------------------------------------------------

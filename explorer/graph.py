@@ -81,7 +81,8 @@ def graph_from_structure(structure) -> nx.DiGraph:
     graph = nx.DiGraph(aliases=dict(structure.layouts), source="structure")
     for value in structure.values:
         graph.add_node(value.name, op=value.op, layout=value.layout or SCALAR, line=value.line,
-                       conversion=value.op == CONVERT_OP, shape=value.shape)
+                       conversion=value.op == CONVERT_OP, shape=value.shape,
+                       type=value.type)
     for op in structure.ops:
         targets = [structure.values[i].name for i in op.results]
         if not targets:

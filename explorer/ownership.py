@@ -1,9 +1,12 @@
-"""Thread ownership of a distributed layout: which warp, lane and register holds each element.
+"""A layout's map, as the explorer draws it: for a distributed layout which warp, lane and
+register holds each element; for a shared layout each element's offset and bank; for both the
+bases of the linear layout as a table (as the figures of the linear-layouts paper show them).
 
-The map comes from the compiler's layout model through the door (`compiler.inspect.
-describe_layout`), for every layout it can map (blocked, slices, mma v2, dot operands). Shared
-memory layouts have no owning thread; `shared_description` says what they are instead, from
-the layout text the trace holds (the one place the explorer reads a layout's fields).
+The maps come from the compiler's linear layouts through the door (`compiler.inspect.
+describe_layout`), for every encoding it converts (blocked, slices, mma v2 and v3, dot operands,
+`#ttg.linear`, swizzled and nvmma shared). `shared_description` says in words what a shared
+layout does, from the layout text the trace holds (the one place the explorer reads a layout's
+fields).
 """
 from __future__ import annotations
 
@@ -50,11 +53,33 @@ def ownership_grid(layout_text: str, shape: tuple, aliases: dict | None = None,
     NotDrawable (a ValueError), whose message for a shared layout is its `shared_description`."""
     aliases = aliases or {}
     full_text = aliases.get(layout_text, layout_text)
-    if "#ttg.swizzled_shared" in full_text or "#ttg.nvmma_shared" in full_text:
+    if is_shared(full_text):
         raise NotDrawable(shared_description(full_text))
-    description = describe_layout(layout_text, tuple(shape), aliases)
+    return owner_grid(describe_layout(layout_text, tuple(shape), aliases), max_rows, max_cols)
+
+
+def is_shared(layout_text: str) -> bool:
+    """Whether a (full) layout text is a shared-memory layout."""
+    return "#ttg.swizzled_shared" in layout_text or "#ttg.nvmma_shared" in layout_text
+
+
+def owner_grid(description, max_rows: int = 16, max_cols: int = 64) -> list[list[tuple]]:
+    """(warp, lane, register) of the top-left corner of a distributed layout's description
+    (the lowest-numbered owner where several threads hold an element)."""
     owners = description.owners
-    return _grid(lambda coord: min(owners[coord]), shape, max_rows, max_cols)
+    return _grid(lambda coord: min(owners[coord]), description.shape, max_rows, max_cols)
+
+
+def shared_grid(description, max_rows: int = 16, max_cols: int = 64) -> list[list[tuple]]:
+    """(offset, bank) of the top-left corner of a shared layout's description."""
+    return _grid(lambda coord: (description.offsets[coord], description.banks[coord]),
+                 description.shape, max_rows, max_cols)
+
+
+def element_bits(type_text: str) -> int | None:
+    """The element width in bits of a `tensor<...xf16, ...>` or memdesc type text, or None."""
+    match = re.search(r"(?:tensor|memdesc)<(?:\d+x)+([a-z]+)(\d+)", type_text)
+    return int(match.group(2)) if match else None
 
 
 def _grid(owner, shape: tuple, max_rows: int, max_cols: int) -> list[list[tuple]]:

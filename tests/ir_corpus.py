@@ -101,11 +101,35 @@ def sample_kernel_ttgir() -> dict[str, str]:
     return {"matmul.sm90.ttgir": print_module(compiled.ttgir_module)}
 
 
+def language_kernel_ttir() -> dict[str, str]:
+    """The printed ttir of the tl.* library kernels of the zoo (tests/zoo/language.py: gather,
+    histogram, round-toward-zero casts, ...) and of an inline-asm kernel, by name."""
+    from compiler.compiler import compile
+    from compiler.ir import print_module
+    from compiler.stage_state import CompileOptions
+    from tests.cpu.test_language_functions import inline_asm_kernel
+    from tests.zoo.language import ENTRIES
+
+    out = {}
+    for entry in ENTRIES:
+        case = entry.make(__import__("numpy").random.default_rng(0))
+        fn = entry.kernel
+        bound, key = fn.bind(*case.fresh_args(), **case.constexprs, **case.options)[:2]
+        options = {k: v for k, v in fn.compile_options(key).items()
+                   if k in CompileOptions.__dataclass_fields__}
+        kernel = compile(fn.source_for(fn._specialization(key, bound)), options=options,
+                         stop_after="ttir")
+        out[f"zoo.{entry.name}.ttir"] = print_module(kernel.ttir_module)
+    asm = inline_asm_kernel.warmup("*u32", "*u32", "*u32", BLOCK=128, grid=(1,))
+    out["inline_asm.ttgir"] = asm.asm["ttgir"]
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def corpus() -> dict[str, str]:
     """Every text above, by name; each parses and verifies."""
-    return {**sample_kernel_ttir(), **sample_kernel_ttgir(), **test_kernel_texts(),
-            **reference_texts()}
+    return {**sample_kernel_ttir(), **sample_kernel_ttgir(), **language_kernel_ttir(),
+            **test_kernel_texts(), **reference_texts()}
 
 
 def verified_corpus() -> list[tuple[str, str]]:

@@ -3,7 +3,8 @@ random inputs of awkward sizes (never a multiple of the block), shared by the CP
 (tests/cpu/test_pipeline_kernels.py) and the GPU tier (tests/gpu/test_kernels_gpu.py).
 
 The kernels live in families, one module each under tests/zoo/ (elementwise, integers, casts,
-reductions, scans, memory, control, atomics, dots and the sample kernels); each family lists its
+reductions, scans, memory, control, atomics, dots, the tl.* library functions and the
+sample kernels); each family lists its
 entries in `ENTRIES`, and `ZOO` here joins them.
 
 A `ZooKernel` names a jitted kernel and a `make(rng) -> Case`; a `Case` holds the launch
@@ -18,8 +19,8 @@ import os
 
 import numpy as np
 
-from tests.zoo import (atomics, casts, control, dots, elementwise, integers, memory, reductions,
-                       scans)
+from tests.zoo import (atomics, casts, control, dots, elementwise, integers, language, memory,
+                       reductions, scans)
 from tests.zoo.case import Case, Tolerance, ZooKernel, EXACT
 
 __all__ = ["Case", "Tolerance", "ZooKernel", "EXACT", "ZOO", "BY_NAME", "zoo_seed", "make_case",
@@ -28,7 +29,7 @@ __all__ = ["Case", "Tolerance", "ZooKernel", "EXACT", "ZOO", "BY_NAME", "zoo_see
 
 #: Every catalogue entry, family by family.
 ZOO: list = [entry for family in (elementwise, integers, casts, reductions, scans, memory, control,
-                                  atomics, dots)
+                                  atomics, dots, language)
              for entry in family.ENTRIES]
 BY_NAME: dict = {entry.name: entry for entry in ZOO}
 assert len(BY_NAME) == len(ZOO), "two zoo entries share a name"

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.analysis.layout_propagation import threads_along, warps_along
-from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, PointerType, ReduceOp,
-                                  ReshapeOp, ScanOp, TransOp)
+from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, HistogramOp,
+                                  PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
 from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
                                    MemDescType, NVMMASharedEncoding)
 from compiler.ir.core import Operation
@@ -67,7 +67,9 @@ def scratch_bytes(op: Operation) -> int:
       conversion plan goes through shared memory, else 0;
     reduce / scan: when warps split the reduced axis, one value per warp per output element
       (numel of the result with the axis counted as the warps along it) for each operand;
-    atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads."""
+    atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads;
+    gather: the whole source (it is written to shared memory and read at the indices);
+    histogram: one i32 counter per bin."""
     if not op.has_trait(SharedMemoryScratch):
         return 0
     if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
@@ -83,6 +85,11 @@ def scratch_bytes(op: Operation) -> int:
         shape = list(src.shape)
         shape[axis] = warps
         return sum(_numel(shape) * byte_width(v.type) for v in op.operands)
+    if isinstance(op, GatherOp):
+        src = op.operands[0].type
+        return _numel(src.shape) * byte_width(src)
+    if isinstance(op, HistogramOp):
+        return _numel(op.results[0].type.shape) * 4
     if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and not isinstance(op.results[0].type,
                                                                        TensorType):
         return byte_width(op.results[0].type)

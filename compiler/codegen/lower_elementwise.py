@@ -245,6 +245,7 @@ MATH_UNARY = {
     "ceil": _llvm_math("ceil"),
     "trunc": _llvm_math("trunc"),
     "round": _llvm_math("round"),
+    "roundeven": _llvm_math("roundeven"),
 }
 
 
@@ -262,6 +263,7 @@ for _name, _fn in MATH_UNARY.items():
     _register_map(math_ops.UNARY_OPS[_name], _fn)
 _register_map(arith.NegFOp, lambda b, x: b.fneg(x))
 _register_map(math_ops.FmaOp, _llvm_math("fma"))
+_register_map(math_ops.CopySignOp, _llvm_math("copysign"))
 _register_map(tt.PreciseSqrtOp, _via_f32(_intrinsic_f("llvm.nvvm.sqrt.rn.f"), _sqrt64))
 _register_map(tt.PreciseDivFOp, _via_f32(_intrinsic_f("llvm.nvvm.div.rn.f"),
                                          lambda b, x, y: b.fdiv(x, y)))
@@ -337,6 +339,94 @@ for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf"
                      "fptosi": "fptosi", "fptoui": "fptoui", "bitcast": "bitcast",
                      "index_cast": "index_cast"}.items():
     lowers(arith.CAST_OPS[_name])(_cast(_kind))
+@lowers(tt.FpToFpOp)
+def lower_fp_to_fp(ctx, op):
+    """`tt.fp_to_fp`: round-to-nearest-even is fptrunc; round-toward-zero is PTX
+    `cvt.rz.{f16,bf16}.f32` (fp32 to a 16-bit float, the case Triton allows)."""
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    to = llvm_type(op.results[0].type)
+    b = ctx.builder
+    values = ctx.get(op.operands[0])
+    if op.rounding == "rtne":
+        ctx.set(op.results[0], [b.fptrunc(x, to) if type_bits(dst) < type_bits(src) else
+                                b.fpext(x, to) for x in values])
+        return
+    if src.kind != "f32" or dst.kind not in ("f16", "bf16"):
+        raise LoweringError(f"tt.fp_to_fp rounding = rtz lowers fp32 -> fp16/bf16 only, got "
+                            f"{src} -> {dst}")
+    i16 = ir.IntType(16)
+    asm = f"cvt.rz.{dst.kind}.f32 $0, $1;"
+    ctx.set(op.results[0], [b.bitcast(inline_ptx(b, i16, asm, "=h,f", [x], side_effect=False),
+                                      to) for x in values])
+
+
 lowers(tt.BitcastOp)(_cast("bitcast"))
 lowers(tt.IntToPtrOp)(_cast("inttoptr"))
 lowers(tt.PtrToIntOp)(_cast("ptrtoint"))
+
+
+# ---- inline asm ----------------------------------------------------------------------------------
+def _packs_into_one(ty, pack: int) -> bool:
+    """Whether `pack` elements of `ty` travel in one asm register (narrow elements, at most
+    32 bits together), as Triton packs them; otherwise each element has its own register."""
+    return pack > 1 and type_bits(ty) * pack <= 32
+
+
+def _asm_operands(b, values: list, pack: int) -> list:
+    """The asm arguments for one group of `pack` registers of one operand."""
+    if not _packs_into_one(values[0].type, pack):
+        return values
+    vec_ty = ir.VectorType(values[0].type, pack)
+    vec = ir.Constant(vec_ty, ir.Undefined)
+    for i, v in enumerate(values):
+        vec = b.insert_element(vec, v, ir.Constant(ir.IntType(32), i))
+    return [b.bitcast(vec, ir.IntType(type_bits(values[0].type) * pack))]
+
+
+def _asm_slots(ty, pack: int) -> list:
+    """The LLVM types of the asm outputs for one group of `pack` elements of a result."""
+    if _packs_into_one(ty, pack):
+        return [ir.IntType(type_bits(ty) * pack)]
+    return [ty] * pack
+
+
+def _asm_results(b, ty, outputs: list, pack: int) -> list:
+    """`pack` element values of a result from its asm outputs (unpacking a packed register)."""
+    if not _packs_into_one(ty, pack):
+        return outputs
+    vec = b.bitcast(outputs[0], ir.VectorType(ty, pack))
+    return [b.extract_element(vec, ir.Constant(ir.IntType(32), i)) for i in range(pack)]
+
+
+@lowers(tt.ElementwiseInlineAsmOp)
+def lower_inline_asm(ctx, op):
+    """`tt.elementwise_inline_asm`: one inline PTX block per group of `packed_element`
+    consecutive registers. Narrow elements of a group share one 32-bit register (4 x i8, 2 x
+    f16), wider ones get a register each; outputs come first, then inputs, as in Triton.
+    Impure blocks keep their side effect."""
+    b = ctx.builder
+    pack = op.packed_element
+    lists = [ctx.get(v) for v in op.operands]
+    count = max([len(values) for values in lists] + [1])
+    lists = [values * count if len(values) == 1 else values for values in lists]
+    if count % pack:
+        raise LoweringError(f"tt.elementwise_inline_asm packs {pack} elements, but each thread "
+                            f"holds {count} of {op.results[0].type} (not a multiple)")
+    types = [llvm_type(r.type) for r in op.results]
+    slots = [_asm_slots(t, pack) for t in types]
+    flat = [slot for group in slots for slot in group]
+    ret = flat[0] if len(flat) == 1 else ir.LiteralStructType(flat)
+    outs = [[] for _ in types]
+    for start in range(0, count, pack):
+        args = [a for values in lists for a in _asm_operands(b, values[start:start + pack], pack)]
+        value = inline_ptx(b, ret, op.asm_string, op.constraints, args,
+                           side_effect=not op.pure)
+        outputs = [value] if len(flat) == 1 else \
+            [b.extract_value(value, i) for i in range(len(flat))]
+        at = 0
+        for j, ty in enumerate(types):
+            group = outputs[at:at + len(slots[j])]
+            at += len(slots[j])
+            outs[j].extend(_asm_results(b, ty, group, pack))
+    for r, values in zip(op.results, outs):
+        ctx.set(r, values)

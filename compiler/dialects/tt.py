@@ -312,6 +312,92 @@ MulhiUIOp = define_op("MulhiUIOp", "tt.mulhiui", SameType(), (Pure, Elementwise)
                       verify_same_type, lhs=operand(0), rhs=operand(1))
 
 
+FP_ROUNDINGS = ("rtne", "rtz")
+
+
+def _verify_fp_to_fp(op):
+    _verify_bitcast(op)
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    if not (src.is_float and dst.is_float):
+        raise VerificationError(op, f"converts floats to floats, got {src} -> {dst}")
+    rounding = op.attributes.get("rounding")
+    if rounding is None or rounding.value not in FP_ROUNDINGS:
+        raise VerificationError(op, f"needs rounding = one of {', '.join(FP_ROUNDINGS)}")
+
+
+FpToFpOp = define_op("FpToFpOp", "tt.fp_to_fp", Convert("->"), (Pure, Elementwise),
+                     _verify_fp_to_fp, "A float conversion with an explicit rounding mode "
+                     "(Triton's tl.cast(..., fp_downcast_rounding='rtz')).",
+                     src=operand(0), rounding=attr("rounding"))
+
+
+def _verify_inline_asm(op):
+    for key, kind in (("asm_string", StringAttr), ("constraints", StringAttr)):
+        if not isinstance(op.attributes.get(key), kind):
+            raise VerificationError(op, f"needs a string `{key}` attribute")
+    shapes = {shape_of(v.type) for v in list(op.operands) + list(op.results)}
+    if len(shapes) > 1:
+        raise VerificationError(op, "operands and results must have one shape")
+    if not op.results:
+        raise VerificationError(op, "needs at least one result")
+
+
+ElementwiseInlineAsmOp = define_op(
+    "ElementwiseInlineAsmOp", "tt.elementwise_inline_asm", None, (Elementwise,),
+    _verify_inline_asm, "User PTX applied element by element (tl.inline_asm_elementwise): "
+    "`asm_string` with LLVM inline-asm `constraints`, results first; `pure` says it has no "
+    "side effects; `packed_element` elements go to each asm instance.",
+    args=variadic_operands(0), asm_string=attr("asm_string"), constraints=attr("constraints"),
+    pure=attr("pure", default=False), packed_element=attr("packed_element", default=1))
+
+
+def _verify_gather(op):
+    expect_operands(op, 2)
+    src, idx = op.operands[0].type, op.operands[1].type
+    out = op.results[0].type
+    axis = op.attributes["axis"].value
+    if not (isinstance(src, TensorType) and isinstance(idx, TensorType)) or src.rank != idx.rank:
+        raise VerificationError(op, f"source and indices must be tensors of one rank, got {src} "
+                                    f"and {idx}")
+    if not isinstance(idx.scalar, IntegerType):
+        raise VerificationError(op, f"indices must be integers, got {idx}")
+    if not 0 <= axis < src.rank:
+        raise VerificationError(op, f"axis {axis} is out of range for rank {src.rank}")
+    if any(a != b for d, (a, b) in enumerate(zip(src.shape, idx.shape)) if d != axis):
+        raise VerificationError(op, f"indices {idx.shape} must match the source {src.shape} on "
+                                    f"every dim but {axis}")
+    if shape_of(out) != shape_of(idx) or out.scalar != src.scalar:
+        raise VerificationError(op, f"result must have the indices' shape and the source's "
+                                    f"element type, got {out}")
+
+
+GatherOp = define_op("GatherOp", "tt.gather", None, (Pure, SharedMemoryScratch, LayoutBarrier),
+                     _verify_gather,
+                     "out[i][j] = src[indices[i][j]][j] (for axis 0): the source through shared "
+                     "memory, read back at the indices (Triton's tl.gather).",
+                     src=operand(0), indices=operand(1), axis=attr("axis"))
+
+
+def _verify_histogram(op):
+    if len(op.operands) not in (1, 2):
+        raise VerificationError(op, f"takes the values and an optional mask, got "
+                                    f"{len(op.operands)} operands")
+    src, out = op.operands[0].type, op.results[0].type
+    if not (isinstance(src, TensorType) and src.rank == 1 and isinstance(src.scalar, IntegerType)):
+        raise VerificationError(op, f"needs a 1-D integer tensor, got {src}")
+    if len(op.operands) == 2 and shape_of(op.operands[1].type) != shape_of(src):
+        raise VerificationError(op, "the mask must have the values' shape")
+    if not (isinstance(out, TensorType) and out.rank == 1 and out.scalar == IntegerType(32)):
+        raise VerificationError(op, f"result must be a 1-D i32 tensor (the bins), got {out}")
+
+
+HistogramOp = define_op("HistogramOp", "tt.histogram", None,
+                        (Pure, SharedMemoryScratch, LayoutBarrier), _verify_histogram,
+                        "Counts of the values in bins [0, 1), [1, 2), ... (as many as the "
+                        "result has); masked-off lanes and values outside are not counted.",
+                        src=operand(0), mask=optional_operand(1))
+
+
 # ---- pointers and memory ----------------------------------------------------------------------
 def _verify_addptr(op):
     ptr, offset = op.operands
@@ -624,3 +710,7 @@ def _verify_calls(module) -> None:
 TT.add_module_check(_verify_calls)
 
 __all__ = [n for n in dir() if n.endswith("Op")]
+set_counts([FpToFpOp], operands=1, results=1)
+set_counts([ElementwiseInlineAsmOp], operands=ANY, results=(1, None))
+set_counts([GatherOp], operands=2, results=1)
+set_counts([HistogramOp], operands=(1, 2), results=1)

@@ -119,7 +119,9 @@ class CodeGenerator(ast.NodeVisitor):
         self.src = src
         self.mctx = mctx
         self.builder = builder
-        self.sem = Semantic(builder, mctx.default_dot_input_precision)
+        self.sem = Semantic(builder, mctx.default_dot_input_precision,
+                            call_function=self.call_from_builtin)
+        self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None
         self.region_depth = 0
@@ -179,6 +181,14 @@ class CodeGenerator(ast.NodeVisitor):
             if isinstance(kind, constexpr):
                 self.scope[pname] = kind
                 continue
+            if isinstance(kind, tl.aggregate):      # a block pointer: one argument per field
+                fields = []
+                for i, field in enumerate(kind.fields()):
+                    arg = block.add_argument(field.type.to_ir(), NameLoc(pname, func_loc))
+                    arg.name_hint = f"{pname}_{i}"
+                    fields.append(tensor(arg, field.type))
+                self.scope[pname] = kind.with_fields(fields)
+                continue
             arg = block.add_argument(kind.to_ir(), NameLoc(pname, func_loc))
             arg.attributes = dict(arg_attrs.get(pname, {}))
             self.scope[pname] = tensor(arg, kind)
@@ -210,6 +220,9 @@ class CodeGenerator(ast.NodeVisitor):
         values = list(value) if isinstance(value, tuple) else [value]
         out = []
         for v in values:
+            if isinstance(v, tl.aggregate):
+                raise self.error(self.return_node, f"returning {v!r} from a @jit function is "
+                                                   "not supported; return tensors")
             with self.builder.location(self.src.location(self.return_node)):
                 try:
                     out.append(self.sem.to_tensor(v))
@@ -352,9 +365,10 @@ class CodeGenerator(ast.NodeVisitor):
             with self.builder.at_end_of(else_block):
                 b = self._runtime_value(node, name, b)
             if a.type != b.type:
-                raise self.error(node, f"variable '{name}' is {_type_text(a)} in the then-branch "
-                                       f"but {_type_text(b)} in the else-branch; a variable "
-                                       "must keep its type across an if")
+                raise self.error(node, f"Mismatched type for {name}: variable '{name}' is "
+                                       f"{_type_text(a)} in the then-branch but {_type_text(b)} "
+                                       "in the else-branch; a variable must keep its type "
+                                       "across an if")
             names.append(name)
             then_vals.append(a)
             else_vals.append(b)
@@ -387,6 +401,10 @@ class CodeGenerator(ast.NodeVisitor):
             return value
         if is_python_number(value):
             return self.sem.to_tensor(value)
+        if isinstance(value, tl.aggregate):
+            raise self.error(node, f"variable '{name}' holds {value!r}, which differs between "
+                                   "the branches of a runtime `if`; move it in both branches "
+                                   "(tl.advance) or outside the `if`")
         raise self.error(node, f"variable '{name}' holds the compile-time value "
                                f"{_const_text(value)} that differs between branches or "
                                "iterations; only numbers and tensors can")
@@ -455,7 +473,7 @@ class CodeGenerator(ast.NodeVisitor):
         block.add_argument(iv_type.to_ir(), self.src.location(node.target))
         block.args[0].name_hint = node.target.id
         for name, init in zip(carried, inits):
-            block.add_argument(init.handle.type).name_hint = name
+            block.add_argument(init.handle.type).name_hint = name.replace(".", "_")
         inner = dict(self.scope)
         iv = tensor(block.args[0], iv_type)
         if negative_step:
@@ -463,8 +481,8 @@ class CodeGenerator(ast.NodeVisitor):
                     self.builder.location(NameLoc(node.target.id, self.src.location(node.target))):
                 iv = self.sem.add(self.sem.sub(bounds[1], iv), bounds[0])
         inner[node.target.id] = iv
-        for name, arg, init in zip(carried, block.args[1:], inits):
-            inner[name] = tensor(arg, init.type)
+        self.bind_carried(inner, carried,
+                          [tensor(arg, init.type) for arg, init in zip(block.args[1:], inits)])
         block, after = self.region_body(node.body, inner, block)
         with self.builder.at_end_of(block):
             yields = self.loop_yields(node, carried, inits, after)
@@ -478,12 +496,13 @@ class CodeGenerator(ast.NodeVisitor):
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
                                  attrs, [Region([block])])
-        for name, r, init in zip(carried, op.results, inits):
-            self.scope[name] = tensor(r, init.type)
+        self.bind_carried(self.scope, carried,
+                          [tensor(r, init.type) for r, init in zip(op.results, inits)])
 
     def loop_carried(self, node, body, exclude=()):
         """The variables a loop body reassigns that exist before it, with runtime initial
-        values (constants are materialized)."""
+        values (constants are materialized). An aggregate (a block pointer) is carried as its
+        fields, under the keys `name.0`, `name.1`, ... (no Python name has a dot)."""
         assigned = set(assigned_names(body))
         names = [n for n in self.scope if n in assigned and n not in exclude]
         carried, inits = [], []
@@ -493,16 +512,46 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             if isinstance(value, tuple):
                 raise self.error(node, f"tuple variable '{name}' cannot be carried through a loop")
+            if isinstance(value, tl.aggregate):
+                for i, field in enumerate(value.fields()):
+                    carried.append(f"{name}.{i}")
+                    inits.append(field)
+                continue
             carried.append(name)
             with self.builder.location(NameLoc(name, self.src.location(node))):
                 inits.append(self._runtime_value(node, name, value))
         return carried, inits
 
+    def bind_carried(self, scope: dict, carried: list, values: list) -> None:
+        """Bind the carried keys to `values` in `scope`, rebuilding aggregates from their
+        fields (the structure is the one `self.scope` held before the loop)."""
+        fields: dict = {}
+        for key, value in zip(carried, values):
+            name, dot, _ = key.partition(".")
+            if dot:
+                fields.setdefault(name, []).append(value)
+            else:
+                scope[name] = value
+        for name, parts in fields.items():
+            scope[name] = self.scope[name].with_fields(parts)
+
+    def _carried_value(self, node, scope: dict, key: str):
+        """The value of one carried key in `scope` (a field of an aggregate, or a variable)."""
+        name, dot, index = key.partition(".")
+        if not dot:
+            return scope[name]
+        value = scope[name]
+        if not self.scope[name].same_structure(value):
+            raise self.error(node, f"variable '{name}' is {self.scope[name]!r} before the loop "
+                                   f"but {value!r} after an iteration; a loop-carried block "
+                                   "pointer must keep its block shape and order")
+        return value.fields()[int(index)]
+
     def loop_yields(self, node, carried, inits, after) -> list:
         """The carried variables' values at the end of the body, type-checked against their initial values."""
         out = []
         for name, init in zip(carried, inits):
-            value = self._runtime_value(node, name, after[name])
+            value = self._runtime_value(node, name, self._carried_value(node, after, name))
             if value.type != init.type:
                 raise self.error(node, f"variable '{name}' is {_type_text(init)} before the "
                                        f"loop but {_type_text(value)} after an iteration; a "
@@ -515,10 +564,12 @@ class CodeGenerator(ast.NodeVisitor):
         """A block with one argument per loop-carried variable, and the scope seeing them."""
         block = Block()
         inner = dict(self.scope)
+        values = []
         for name, init in zip(carried, inits):
             arg = block.add_argument(init.handle.type)
-            arg.name_hint = name
-            inner[name] = tensor(arg, init.type)
+            arg.name_hint = name.replace(".", "_")
+            values.append(tensor(arg, init.type))
+        self.bind_carried(inner, carried, values)
         return block, inner
 
     def visit_While(self, node):
@@ -552,8 +603,8 @@ class CodeGenerator(ast.NodeVisitor):
             self.builder.create(scf.YieldOp, [v.handle for v in yields])
         op = self.builder.create(scf.WhileOp, [v.handle for v in inits], types_, {},
                                  [Region([before]), Region([after_block])])
-        for name, r, init in zip(carried, op.results, inits):
-            self.scope[name] = tensor(r, init.type)
+        self.bind_carried(self.scope, carried,
+                          [tensor(r, init.type) for r, init in zip(op.results, inits)])
 
     # ---- expressions ----------------------------------------------------------------------
     def visit_Constant(self, node):
@@ -620,11 +671,14 @@ class CodeGenerator(ast.NodeVisitor):
             return self.tensor_attribute(node, base, attr)
         if isinstance(base, tuple):
             raise self.error(node, f"tuples have no attribute '{attr}' in kernels")
+        if isinstance(base, tl.aggregate):
+            return self.aggregate_attribute(node, base, attr)
         obj = base.value
         if not hasattr(obj, attr) and is_python_number(obj) and (
                 attr in standard.TENSOR_METHODS or attr in ("dtype", "shape", "type", "numel")):
             # A number used as a tensor (`acc = 0; acc.to(tl.int64)`): Triton makes it a scalar
-            return self.tensor_attribute(node, self.sem.to_tensor(obj), attr)
+            with self.builder.location(self.loc(node)):
+                return self.tensor_attribute(node, self.sem.to_tensor(obj), attr)
         if not hasattr(obj, attr):
             if isinstance(obj, types.ModuleType):
                 short = "tl" if obj.__name__ == "compiler.language" else obj.__name__
@@ -648,6 +702,18 @@ class CodeGenerator(ast.NodeVisitor):
         if attr in standard.TENSOR_METHODS:
             return BoundMethod(standard.TENSOR_METHODS[attr], t)
         raise self.error(node, f"tensors have no attribute or method '{attr}'")
+
+    def aggregate_attribute(self, node, value, attr: str):
+        """A block pointer's or tensor descriptor's field (dtype, shape, block_shape) or
+        method (`desc.load`), by the names its class lists."""
+        methods = getattr(type(value), "METHODS", {})
+        if attr in methods:
+            return BoundMethod(methods[attr](), value)
+        if attr in getattr(type(value), "ATTRIBUTES", ()):
+            field = getattr(value, attr)
+            return tuple(constexpr(v) for v in field) if isinstance(field, tuple) \
+                else constexpr(field)
+        raise self.error(node, f"{value!r} has no attribute '{attr}'")
 
     def visit_Subscript(self, node):
         """`x[:, None]` on tensors; constant indexing of tuples and constexprs."""
@@ -762,6 +828,9 @@ class CodeGenerator(ast.NodeVisitor):
         pred, pyop = COMPARE_OPS[type(op)]
         if isinstance(left, constexpr) and isinstance(right, constexpr):
             return constexpr(pyop(left.value, right.value))
+        if isinstance(left, tuple) and isinstance(right, tuple) and \
+                any(isinstance(x, tensor) for x in left + right):
+            raise self.error(node, "tuples compare only when they hold compile-time values")
         if _is_constant_sequence(left) and _is_constant_sequence(right):
             # shapes and other sequences of constants compare as Python lists (`x.shape == [N]`)
             return constexpr(pyop([_unwrap(v) for v in _items(left)],
@@ -783,6 +852,9 @@ class CodeGenerator(ast.NodeVisitor):
             with self.builder.at_end_of(block):
                 values.append(self.sem.to_tensor(self.visit(expr)))
         then_v, else_v = values
+        if then_v.dtype != else_v.dtype and (then_v.dtype.is_ptr() or else_v.dtype.is_ptr()):
+            raise self.error(node, "Ternary expression with dynamic condition has inconsistent "
+                                   f"type: {_type_text(then_v)} and {_type_text(else_v)}")
         dt = computation_type(then_v.dtype, False, else_v.dtype, False) \
             if then_v.dtype != else_v.dtype else then_v.dtype
         shape = self.sem.broadcast_shape(then_v.shape, else_v.shape)
@@ -851,10 +923,25 @@ class CodeGenerator(ast.NodeVisitor):
             inspect.signature(impl).bind(self.sem, *args, **kwargs)
         except TypeError as exc:
             raise self.error(node, f"wrong arguments for tl.{impl.__name__}: {exc}")
-        result = impl(self.sem, *args, **kwargs)
+        outer, self._builtin_node = self._builtin_node, node
+        try:
+            result = impl(self.sem, *args, **kwargs)
+        finally:
+            self._builtin_node = outer
         if result is None:
             return constexpr(None)
         return result
+
+    def call_from_builtin(self, fn, args: list) -> list:
+        """A @jit function called by a builtin (tl.reduce's combine_fn): tt.call at the
+        builder's current point, errors located at the builtin's call; the results as a list."""
+        fn = _unwrap(fn)
+        if not is_jit_function(fn):
+            raise SemanticError(f"expected a @jit function, got {fn!r}")
+        result = self.call_jit(self._builtin_node, fn, list(args), {})
+        if isinstance(result, tuple):
+            return list(result)
+        return [] if isinstance(result, constexpr) and result.value is None else [result]
 
     def call_jit(self, node, jitfn, args, kwargs):
         """Specialize the callee for these argument types and constants and emit tt.call."""
@@ -874,6 +961,12 @@ class CodeGenerator(ast.NodeVisitor):
             elif isinstance(value, tuple):
                 raise self.error(node, f"passing a tuple to @jit function {fn.__name__} is not "
                                        "supported")
+            elif isinstance(value, tl.aggregate):
+                params.append((pname, value))
+                operands.extend(value.fields())
+                key_parts.append("A" + "_".join([type(value).__name__] + [
+                    _type_key(f.type) for f in value.fields()] + [
+                    str(getattr(value, a)) for a in getattr(type(value), "ATTRIBUTES", ())]))
             else:
                 value = value if isinstance(value, constexpr) else constexpr(value)
                 params.append((pname, value))
@@ -956,7 +1049,23 @@ def _py_isinstance(gen, node, args, kwargs):
     return constexpr(isinstance(value if isinstance(value, tensor) else _unwrap(value), target))
 
 
+def _py_getattr(gen, node, args, kwargs):
+    """`getattr(obj, "name")` on compile-time objects (`getattr(tl, func)`), as `obj.name`."""
+    if len(args) not in (2, 3) or kwargs or not all(isinstance(a, constexpr) for a in args):
+        raise gen.error(node, "getattr in a kernel takes a compile-time object and a constant "
+                              "name")
+    obj, name = args[0].value, args[1].value
+    if not isinstance(name, str):
+        raise gen.error(node, f"getattr's name must be a string, got {name!r}")
+    if not hasattr(obj, name):
+        if len(args) == 3:
+            return args[2]
+        raise gen.error(node, f"{_const_text(args[0])} has no attribute '{name}'")
+    return gen.wrap_global(node, name, getattr(obj, name))
+
+
 PYTHON_BUILTINS = {
+    builtins.getattr: _py_getattr,
     builtins.min: _py_minmax(builtins.min, "minimum"),
     builtins.max: _py_minmax(builtins.max, "maximum"),
     builtins.abs: _py_abs,
@@ -1031,7 +1140,9 @@ def _type_key(t) -> str:
 
 
 def _scalar_key(d: dtype) -> str:
-    return ("P" + d.element_ty.name) if d.is_ptr() else d.name
+    if d.is_ptr():
+        return ("PC" if d.const else "P") + d.element_ty.name
+    return d.name
 
 
 def _mangle_const(v) -> str:
@@ -1057,12 +1168,17 @@ def generate_function(fn, name: str, params: list, mctx: ModuleContext, visibili
     return name, result_types
 
 
-def _is_constexpr_annotation(node) -> bool:
-    """`x: tl.constexpr` / `x: constexpr` / `x: "tl.constexpr"` (by its spelling)."""
+def _annotation_is(node, name: str) -> bool:
+    """`x: tl.<name>` / `x: <name>` / `x: "tl.<name>"` (by its spelling)."""
     if node is None:
         return False
     text = node.value if isinstance(node, ast.Constant) else ast.unparse(node)
-    return isinstance(text, str) and text.split(".")[-1] == "constexpr"
+    return isinstance(text, str) and text.split(".")[-1] == name
+
+
+def _is_constexpr_annotation(node) -> bool:
+    """`x: tl.constexpr` (or `constexpr`, `"tl.constexpr"`)."""
+    return _annotation_is(node, "constexpr")
 
 
 def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
@@ -1084,7 +1200,10 @@ def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
                                    src.line_of(arg), src.col_of(arg), src.source_line(arg))
         elif name in signature:
             try:
-                params.append((name, dtype_from_signature(signature[name])))
+                kind = dtype_from_signature(signature[name])
+                if _annotation_is(arg.annotation, "const") and kind.is_ptr():
+                    kind = tl.pointer_type(kind.element_ty, kind.address_space, const=True)
+                params.append((name, kind))
             except ValueError as exc:
                 raise CompilationError(str(exc), src.file, src.line_of(arg), src.col_of(arg),
                                        src.source_line(arg)) from None

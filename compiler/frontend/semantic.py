@@ -105,10 +105,14 @@ FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "o
 class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
-    def __init__(self, builder, default_dot_input_precision: str = "tf32"):
+    def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None):
         self.builder = builder
         #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)
         self.default_dot_input_precision = default_dot_input_precision
+        # `call_function(jit_fn, args) -> list of tensors`: emits a tt.call of a @jit function
+        # (the code generator's, which specializes and generates the callee); builtins taking
+        # user functions (tl.reduce's combine_fn) call it.
+        self._call_function = call_function
 
     # ---- small helpers ---------------------------------------------------------------------
     def _op(self, cls, operands, result_type, attributes=None, regions=None):
@@ -289,6 +293,26 @@ class Semantic:
             return self._new(arith.CAST_OPS[name], [t], rt)
         raise SemanticError(f"cannot cast {src} to {dst}")
 
+    def cast_rounded(self, t: tensor, dst: dtype, rounding: str) -> tensor:
+        """A float downcast with an explicit rounding mode ("rtne" or "rtz"), as Triton's
+        `fp_downcast_rounding`: only for narrowing float conversions; rtz for fp32 to
+        fp16/bf16 (tt.fp_to_fp), rtne is the ordinary cast."""
+        src = t.dtype
+        if not (src.is_floating() and dst.is_floating()
+                and src.primitive_bitwidth > dst.primitive_bitwidth):
+            raise SemanticError(f"fp_downcast_rounding is only for narrowing float casts, not "
+                                f"{src} to {dst}")
+        if rounding not in tt.FP_ROUNDINGS:
+            raise SemanticError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got "
+                                f"{rounding!r}")
+        if rounding == "rtne":
+            return self.cast(t, dst)
+        if src != tl.float32 or dst not in (tl.float16, tl.bfloat16):
+            raise SemanticError(f"fp_downcast_rounding='rtz' supports fp32 to fp16 or bf16, "
+                                f"not {src} to {dst}")
+        return self._new(tt.FpToFpOp, [t], self.type_of(t, dst),
+                         {"rounding": StringAttr(rounding)})
+
     # ---- binary arithmetic ------------------------------------------------------------------
     def operands(self, a, b, div_or_mod: bool = False, dt: dtype | None = None):
         """Materialize and promote two operands (a Python scalar adapts to the tensor, R0),
@@ -434,20 +458,20 @@ class Semantic:
             a, b = self.cast(a, tl.float32), self.cast(b, tl.float32)
         return self.unary_math("exp2", self.mul(b, self.unary_math("log2", a)))
 
-    def minimum(self, a, b) -> tensor:
-        """Elementwise minimum (minnumf / minsi / minui)."""
-        return self._extremum("min", a, b)
+    def minimum(self, a, b, propagate_nan: bool = False) -> tensor:
+        """Elementwise minimum (minnumf, or minimumf when NaNs propagate / minsi / minui)."""
+        return self._extremum("min", a, b, propagate_nan)
 
-    def maximum(self, a, b) -> tensor:
-        """Elementwise maximum (maxnumf / maxsi / maxui)."""
-        return self._extremum("max", a, b)
+    def maximum(self, a, b, propagate_nan: bool = False) -> tensor:
+        """Elementwise maximum (maxnumf, or maximumf when NaNs propagate / maxsi / maxui)."""
+        return self._extremum("max", a, b, propagate_nan)
 
-    def _extremum(self, kind: str, a, b) -> tensor:
-        """`kind` "min" or "max" after promotion: the float (NaN-ignoring), unsigned or
-        signed op."""
+    def _extremum(self, kind: str, a, b, propagate_nan: bool = False) -> tensor:
+        """`kind` "min" or "max" after promotion: the float op (NaN-ignoring, or returning NaN
+        when either operand is NaN with `propagate_nan`), the unsigned or the signed op."""
         a, b = self.operands(a, b)
         if a.dtype.is_floating():
-            return self._binary(f"{kind}numf", a, b)
+            return self._binary(f"{kind}imumf" if propagate_nan else f"{kind}numf", a, b)
         return self._binary(kind + ("ui" if a.dtype.is_int_unsigned() else "si"), a, b)
 
     def compare(self, pred: str, a, b) -> tensor:
@@ -584,6 +608,31 @@ class Semantic:
                                  [Region([block])])
         return [tensor(r, t.type) for r, t in zip(op.results, inputs)]
 
+    def call_combine(self, fn, args: list, dtypes: list, what: str) -> list:
+        """Call the user's @jit combine function `fn` on the scalar block arguments `args`
+        inside a combine region; its results (one per input) are checked against `dtypes`
+        (a constant result becomes a constant of its input's dtype)."""
+        if self._call_function is None:
+            raise SemanticError(f"{what} cannot call a @jit function here")
+        results = self._call_function(fn, args)
+        if len(results) != len(dtypes):
+            raise SemanticError(f"{what}'s combine function returns {len(results)} value(s), "
+                                f"but it combines {len(dtypes)} tensor(s): it must return one "
+                                "value per input")
+        out = []
+        for i, (r, dt) in enumerate(zip(results, dtypes)):
+            if is_python_number(r):
+                r = self.constant(_value(r), dt)
+            if not isinstance(r, tensor) or r.is_block():
+                raise SemanticError(f"{what}'s combine function must return scalars, but "
+                                    f"result {i} is {r!r}")
+            if r.dtype != dt:
+                raise SemanticError(f"{what}'s combine function returns {r.dtype} for input "
+                                    f"{i}, which is {dt}; the combined values must keep the "
+                                    "input's dtype (cast with .to())")
+            out.append(r)
+        return out
+
     # ---- memory ----------------------------------------------------------------------------
     def load(self, ptr, mask=None, other=None) -> tensor:
         """`tt.load`: mask broadcast to the pointer's shape; `other` cast to the pointee type."""
@@ -633,6 +682,9 @@ class Semantic:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"tl.store needs a pointer, got a value of dtype {ptr.dtype}")
+        if ptr.dtype.const:
+            raise SemanticError("Cannot store to a constant pointer (a parameter annotated "
+                                "tl.const)")
         operands = [ptr, self.value_for(ptr, value)]
         if mask is not None:
             operands.append(self._mask_for(ptr, mask))
@@ -643,6 +695,9 @@ class Semantic:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"atomics need a pointer, got {ptr.dtype}")
+        if ptr.dtype.const:
+            raise SemanticError("Cannot store to a constant pointer (a parameter annotated "
+                                "tl.const)")
         val = self.value_for(ptr, val)
         operands = [ptr, val]
         if mask is not None:

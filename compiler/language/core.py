@@ -172,10 +172,11 @@ class dtype:
 class pointer_type(dtype):
     """A pointer to global memory holding `element_ty` values (`*fp32` in a signature)."""
 
-    def __init__(self, element_ty: dtype, address_space: int = 1):
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         self.element_ty = element_ty
         self.address_space = address_space
-        self.name = f"pointer<{element_ty.name}>"
+        self.const = const
+        self.name = f"{'const_' if const else ''}pointer<{element_ty.name}>"
 
     def is_ptr(self) -> bool:
         """True for pointer types."""
@@ -195,13 +196,14 @@ class pointer_type(dtype):
         return PointerType(self.element_ty.to_ir(), self.address_space)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty \
+            and other.const == self.const
 
     def __hash__(self) -> int:
-        return hash(("ptr", self.element_ty))
+        return hash(("ptr", self.element_ty, self.const))
 
     def __str__(self) -> str:
-        return "*" + self.element_ty.name
+        return ("*const " if self.const else "*") + self.element_ty.name
 
     def __repr__(self) -> str:
         return f"pointer_type({self.element_ty!r})"
@@ -209,6 +211,11 @@ class pointer_type(dtype):
 
 #: Triton's limit on the elements of one block (`triton.language.core.TRITON_MAX_TENSOR_NUMEL`).
 TRITON_MAX_TENSOR_NUMEL = 2 ** 20
+
+
+class const:
+    """The annotation `p: tl.const` of a kernel parameter: the pointer is read-only (a store
+    through it, or mixing it with a writable pointer, is a compile error)."""
 
 
 class block_type:
@@ -291,6 +298,14 @@ def dtype_from_signature(text: str) -> dtype:
     return DTYPES_BY_NAME[name]
 
 
+class PropagateNan:
+    """Whether tl.maximum / tl.minimum / tl.clamp return NaN when an operand is NaN (`ALL`)
+    or the other operand (`NONE`, the default), with Triton's values."""
+
+    NONE = 0x000000
+    ALL = 0xFFFF
+
+
 # ---- compile-time values --------------------------------------------------------------------------
 class constexpr:
     """A compile-time constant; also the annotation (`BLOCK: tl.constexpr`) of such parameters."""
@@ -351,6 +366,121 @@ class tensor:
                                "`if` inside a kernel")
 
 
+class aggregate:
+    """A compile-time structure of runtime scalars (a block pointer): the front end carries
+    its `fields()` through loops as separate values and rebuilds it with `with_fields`."""
+
+    def fields(self) -> list:
+        """The runtime values, in a fixed order."""
+        raise NotImplementedError
+
+    def with_fields(self, fields: list) -> "aggregate":
+        """The same structure holding `fields` (values of the same types)."""
+        raise NotImplementedError
+
+    def same_structure(self, other) -> bool:
+        """Whether `other` can stand for this value across a loop iteration."""
+        return type(other) is type(self)
+
+
+class block_pointer(aggregate):
+    """A Triton block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into
+    a `shape`d tensor at `base` with `strides`; `order` lists the dims fastest first. Shape and
+    strides are int64 scalars, offsets int32 scalars (as Triton casts them)."""
+
+    ATTRIBUTES = ("block_shape", "order")
+
+    def __init__(self, base: tensor, shape: list, strides: list, offsets: list,
+                 block_shape: tuple, order: tuple):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.offsets = list(offsets)
+        self.block_shape = tuple(block_shape)
+        self.order = tuple(order)
+
+    @property
+    def element_ty(self) -> dtype:
+        """The pointee dtype."""
+        return self.base.dtype.element_ty
+
+    @property
+    def dtype(self) -> "pointer_type":
+        """Triton's type of a block pointer: a pointer to a block."""
+        return pointer_type(block_type(self.element_ty, self.block_shape))
+
+    def fields(self) -> list:
+        """The base, shape, strides and offsets."""
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_fields(self, fields: list) -> "block_pointer":
+        """The same window over new runtime values."""
+        rank = len(self.block_shape)
+        return block_pointer(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
+                             fields[1 + 2 * rank:1 + 3 * rank], self.block_shape, self.order)
+
+    def same_structure(self, other) -> bool:
+        """Same block shape, order and pointee."""
+        return isinstance(other, block_pointer) and other.block_shape == self.block_shape \
+            and other.order == self.order and other.base.type == self.base.type
+
+    def __repr__(self) -> str:
+        return f"block_pointer({self.element_ty}, block_shape={list(self.block_shape)})"
+
+
+def _descriptor_method(name: str):
+    """A getter of a tensor-descriptor method's builtin (imported when first used: the
+    builtins are defined after this module)."""
+    def get():
+        from . import block_pointers
+        return getattr(block_pointers, name)
+    return get
+
+
+class tensor_descriptor(aggregate):
+    """A device-side tensor descriptor (`tl.make_tensor_descriptor`): a `shape`d tensor at
+    `base` with `strides`, read and written in `block_shape` blocks at offsets given to each
+    `desc.load(offsets)` / `desc.store(offsets, value)`; out-of-bounds elements read as zero
+    (or NaN with padding_option="nan") and are not written."""
+
+    ATTRIBUTES = ("block_shape", "padding")
+
+    def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
+                 padding: str = "zero"):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.block_shape = tuple(block_shape)
+        self.padding = padding
+
+    @property
+    def dtype(self) -> dtype:
+        """The element dtype."""
+        return self.base.dtype.element_ty
+
+    def fields(self) -> list:
+        """The base, shape and strides."""
+        return [self.base] + self.shape + self.strides
+
+    def with_fields(self, fields: list) -> "tensor_descriptor":
+        """The same descriptor over new runtime values."""
+        rank = len(self.block_shape)
+        return tensor_descriptor(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
+                                 self.block_shape, self.padding)
+
+    def same_structure(self, other) -> bool:
+        """Same block shape, padding and pointee."""
+        return isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape \
+            and other.padding == self.padding and other.base.type == self.base.type
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor({self.dtype}, block_shape={list(self.block_shape)})"
+
+
+tensor_descriptor.METHODS = {"load": _descriptor_method("load_tensor_descriptor"),
+                             "store": _descriptor_method("store_tensor_descriptor")}
+
+
 # ---- builtins ---------------------------------------------------------------------------------
 def builtin(fn=None, *, host=None):
     """Mark `fn(semantic, *args, **kwargs)` as a DSL builtin the code generator calls itself.
@@ -369,6 +499,23 @@ def builtin(fn=None, *, host=None):
         outside_kernel.__tile_builtin__ = impl
         return outside_kernel
     return mark(fn) if fn is not None else mark
+
+
+class library_function:
+    """A function of the language's own library written in the DSL (tl.rand, tl.sort, ...),
+    as Triton writes its standard library with `@jit`: a kernel calling it compiles it like a
+    user's @jit helper (specialized, called with tt.call, then inlined). The front end knows
+    it by its `fn`, as it knows a `JITFunction`; calling it from ordinary Python raises."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        raise NotInKernelError(f"tl.{self.fn.__name__} can only be called inside a @jit kernel")
+
+    def __repr__(self) -> str:
+        return f"<tl library function {self.fn.__name__}>"
 
 
 def builtin_impl(obj):

@@ -123,23 +123,31 @@ def zeros_like(_sem, input) -> tensor:
 @builtin
 def load(_sem, pointer, mask=None, other=None, boundary_check=None, padding_option=None,
          cache_modifier=None, eviction_policy=None, volatile=False) -> tensor:
-    """Load from a pointer or a block of pointers; lanes where `mask` is false read `other`.
-    Cache and eviction hints are accepted and ignored; block pointers are not supported."""
+    """Load from a pointer, a block of pointers or a block pointer (with `boundary_check` and
+    `padding_option`); lanes where `mask` is false read `other`. Cache and eviction hints are
+    accepted and ignored."""
+    if isinstance(pointer, core.block_pointer):
+        from . import block_pointers
+        return block_pointers.load(_sem, pointer, mask, other, boundary_check, padding_option)
     _no_block_pointers(boundary_check, padding_option)
     return _sem.load(pointer, mask, other)
 
 
 def _no_block_pointers(boundary_check, padding_option):
-    if boundary_check is not None or padding_option is not None:
+    if (boundary_check is not None and _const(boundary_check, "boundary_check") not in ((), [])) \
+            or padding_option is not None and _const(padding_option, "padding_option") != "":
         raise SemanticError("boundary_check / padding_option belong to block pointers "
-                            "(tl.make_block_ptr), which this compiler does not support; use a "
-                            "mask instead")
+                            "(tl.make_block_ptr); use a mask with a plain pointer")
 
 
 @builtin
 def store(_sem, pointer, value, mask=None, boundary_check=None, cache_modifier=None,
           eviction_policy=None) -> None:
-    """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true."""
+    """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true, or
+    through a block pointer with `boundary_check`."""
+    if isinstance(pointer, core.block_pointer):
+        from . import block_pointers
+        return block_pointers.store(_sem, pointer, value, mask, boundary_check)
     _no_block_pointers(boundary_check, None)
     _sem.store(pointer, value, mask)
 
@@ -318,16 +326,30 @@ def where(_sem, condition, x, y) -> tensor:
     return _sem.where(condition, x, y)
 
 
+def _propagate_nan(value) -> bool:
+    """True for PropagateNan.ALL, False for NONE (the default) and None."""
+    v = _opt_const(value, "propagate_nan")
+    v = getattr(v, "value", v)         # an enum member of Triton's spelling
+    if v in (None, core.PropagateNan.NONE):
+        return False
+    if v == core.PropagateNan.ALL:
+        return True
+    raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL, "
+                        f"got {v!r}")
+
+
 @builtin
 def maximum(_sem, x, y, propagate_nan=None) -> tensor:
-    """Elementwise maximum (maxnumf for floats, maxsi/maxui for integers)."""
-    return _sem.maximum(x, y)
+    """Elementwise maximum (maxnumf for floats, maximumf with PropagateNan.ALL, maxsi/maxui
+    for integers)."""
+    return _sem.maximum(x, y, _propagate_nan(propagate_nan))
 
 
 @builtin
 def minimum(_sem, x, y, propagate_nan=None) -> tensor:
-    """Elementwise minimum (minnumf for floats, minsi/minui for integers)."""
-    return _sem.minimum(x, y)
+    """Elementwise minimum (minnumf for floats, minimumf with PropagateNan.ALL, minsi/minui
+    for integers)."""
+    return _sem.minimum(x, y, _propagate_nan(propagate_nan))
 
 
 @builtin
@@ -338,8 +360,13 @@ def fma(_sem, x, y, z) -> tensor:
 
 @builtin
 def clamp(_sem, x, min, max, propagate_nan=None) -> tensor:
-    """Elementwise min(max(x, min), max)."""
-    return _sem.minimum(_sem.maximum(x, min), max)
+    """Elementwise min(max(x, min), max) of floats (integers too, an extension); a NaN `x`
+    gives `min` by default and NaN with PropagateNan.ALL. The caller keeps min <= max."""
+    nan = _propagate_nan(propagate_nan)
+    x = _sem.to_tensor(x)
+    if not x.dtype.is_floating() and not x.dtype.is_int():
+        raise SemanticError(f"tl.clamp needs numbers, got {x.dtype}")
+    return _sem.minimum(_sem.maximum(x, min, nan), max, nan)
 
 
 @builtin
@@ -372,6 +399,22 @@ def cdiv(_sem, x, div) -> tensor:
     if not isinstance(x, tensor) and not isinstance(div, tensor):
         return constexpr(_host_cdiv(_const(x, "x"), _const(div, "div")))
     return _sem.floordiv(_sem.sub(_sem.add(x, div), constexpr(1)), div)
+
+
+@builtin
+def umulhi(_sem, x, y) -> tensor:
+    """The high half of the (2N-bit) product of two N-bit integers read as unsigned."""
+    from compiler.dialects import tt
+    a, b = _sem.operands(x, y)
+    if not a.dtype.is_int():
+        raise SemanticError(f"umulhi needs integer operands, got {a.dtype}")
+    return _sem._new(tt.MulhiUIOp, [a, b], a.type)
+
+
+@builtin
+def to_tensor(_sem, x) -> tensor:
+    """`x` as a runtime value (a Python number becomes a constant of its literal dtype)."""
+    return _sem.to_tensor(x)
 
 
 def _unary(name: str, doc: str):
@@ -544,37 +587,88 @@ def cumprod(_sem, input, axis=0, reverse=False) -> tensor:
                     _const(reverse, "reverse"))[0]
 
 
+def _tensor_tuple(_sem, input) -> tuple:
+    """(list of tensors, whether `input` was one tensor) for builtins taking a tensor or a
+    tuple of tensors."""
+    single = not isinstance(input, (tuple, list))
+    items = [input] if single else list(input)
+    if not items:
+        raise SemanticError("expected a tensor or a non-empty tuple of tensors")
+    return [_sem.to_tensor(t) for t in items], single
+
+
+def _combine(_sem, combine_fn, inputs, what: str):
+    """The region-body builder that calls the user's @jit `combine_fn`."""
+    dtypes = [t.dtype for t in inputs]
+    return lambda args: _sem.call_combine(combine_fn, args, dtypes, what)
+
+
+@builtin
+def reduce(_sem, input, axis, combine_fn, keep_dims=False):
+    """Reduce `input` (a tensor or a tuple of same-shape tensors) along `axis` (all axes when
+    None) with the @jit function `combine_fn(a0, .., b0, ..) -> (c0, ..)`, which must be
+    associative; returns a tensor, or a tuple for a tuple input."""
+    inputs, single = _tensor_tuple(_sem, input)
+    _same_shapes(inputs, "tl.reduce")
+    out = _sem.reduce(inputs, _axis(axis), _combine(_sem, combine_fn, inputs, "tl.reduce"),
+                      _const(keep_dims, "keep_dims"))
+    return out[0] if single else tuple(out)
+
+
+@builtin
+def associative_scan(_sem, input, axis, combine_fn, reverse=False):
+    """Inclusive scan of `input` (a tensor or a tuple of same-shape tensors) along `axis` with
+    the associative @jit `combine_fn`; `reverse=True` scans from the end."""
+    inputs, single = _tensor_tuple(_sem, input)
+    _same_shapes(inputs, "tl.associative_scan")
+    ax = _axis(axis)
+    if ax is None:
+        raise SemanticError("tl.associative_scan needs an axis")
+    out = _sem.scan(inputs, ax, _combine(_sem, combine_fn, inputs, "tl.associative_scan"),
+                    _const(reverse, "reverse"))
+    return out[0] if single else tuple(out)
+
+
+def _same_shapes(inputs, what: str) -> None:
+    shapes = {t.shape for t in inputs}
+    if len(shapes) > 1:
+        raise SemanticError(f"{what}'s inputs must have one shape, got "
+                            + ", ".join(str(list(t.shape)) for t in inputs))
+
+
 # ---- dot --------------------------------------------------------------------------------------
 @builtin
 def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None) -> tensor:
     """Matrix product of two 2-D blocks plus `acc` (fp32 accumulation for floats, int32 for
     int8); `input_precision` is "tf32", "tf32x3" or "ieee" (default: the compile option
-    default_dot_input_precision, "tf32" unless set; allow_tf32=False means "ieee")."""
-    from compiler.dialects import tt
+    default_dot_input_precision, "tf32" unless set; allow_tf32=False means "ieee"). Two 3-D
+    blocks [B, M, K] x [B, K, N] multiply batch by batch (B 2-D products)."""
     a, b = _sem.to_tensor(input), _sem.to_tensor(other)
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        raise SemanticError(f"tl.dot needs two 2-D blocks, got shapes {list(a.shape)} and "
-                            f"{list(b.shape)}")
-    if a.shape[1] != b.shape[0]:
+    if len(a.shape) != len(b.shape) or len(a.shape) not in (2, 3):
+        raise SemanticError(f"tl.dot needs two 2-D (or two 3-D, batched) blocks, got shapes "
+                            f"{list(a.shape)} and {list(b.shape)}")
+    batched = len(a.shape) == 3
+    if batched and a.shape[0] != b.shape[0]:
+        raise SemanticError(f"tl.dot's batch dims differ: {list(a.shape)} x {list(b.shape)}")
+    mk, kn = a.shape[-2:], b.shape[-2:]
+    if mk[1] != kn[0]:
         raise SemanticError(f"tl.dot's inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
     if a.dtype != b.dtype:
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
-    if any(d < 16 for d in a.shape + b.shape):
-        raise SemanticError(f"tl.dot needs every dimension >= 16, got {list(a.shape)} x "
-                            f"{list(b.shape)}")
+    min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
+    if mk[1] < min_k:
+        raise SemanticError(f"tl.dot needs K >= {min_k} for {a.dtype} operands, got "
+                            f"{list(a.shape)} x {list(b.shape)}")
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")
         precision = {False: "ieee", True: "tf32"}.get(tf32, _sem.default_dot_input_precision)
     if precision not in ("tf32", "tf32x3", "ieee"):
         raise SemanticError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
-    if out_dtype is not None:
-        out = _dtype(out_dtype, "out_dtype")
-    else:
-        out = core.int32 if a.dtype.is_int() else core.float32
-    shape = (a.shape[0], b.shape[1])
+    out = _dot_result_dtype(a.dtype, None if out_dtype is None else _dtype(out_dtype, "out_dtype"))
+    shape = a.shape[:-1] + (b.shape[-1],)
     if acc is None:
         acc_t = _sem.constant(0, out, shape)
     else:
@@ -582,15 +676,63 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         if acc_t.shape != shape:
             raise SemanticError(f"tl.dot's accumulator has shape {list(acc_t.shape)}, expected "
                                 f"{list(shape)}")
-        out = acc_t.dtype
     attrs = {"inputPrecision": StringAttr(precision)}
     imprecise = _opt_const(max_num_imprecise_acc, "max_num_imprecise_acc")
     if imprecise is not None:
-        if a.dtype.name.startswith("fp8") and not 0 <= imprecise <= a.shape[1]:
+        if a.dtype.name.startswith("fp8") and not 0 <= imprecise <= mk[1]:
             raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be between 0 and "
-                                f"K ({a.shape[1]})")
+                                f"K ({mk[1]})")
         attrs["maxNumImpreciseAcc"] = int_attr(imprecise)
-    return _sem._new(tt.DotOp, [a, b, acc_t], block_type(out, shape), attrs)
+    if batched:
+        return _batched_dot(_sem, a, b, acc_t, attrs)
+    return _dot2d(_sem, a, b, acc_t, attrs)
+
+
+def _dot_result_dtype(operand: dtype, out_dtype):
+    """The accumulator dtype, as Triton picks it: int32 for integer operands and fp32 for
+    fp32 / bf16 ones whatever `out_dtype` says; fp16 operands accumulate in `out_dtype`
+    (fp16 or fp32, fp32 by default). A bf16 out_dtype is refused, as in Triton."""
+    if out_dtype is not None and out_dtype.is_bf16():
+        raise SemanticError("out_dtype=bfloat16 is unsupported; use out_dtype=float32 or "
+                            "float16 and cast the result with .to(tl.bfloat16)")
+    if operand.is_int():
+        return core.int32
+    if operand in (core.float32, core.bfloat16) or out_dtype is None:
+        return core.float32
+    if out_dtype not in (core.float16, core.float32):
+        raise SemanticError(f"tl.dot's out_dtype must be float16 or float32, got {out_dtype}")
+    return out_dtype
+
+
+def _dot2d(_sem, a, b, acc, attrs: dict) -> tensor:
+    from compiler.dialects import tt
+    return _sem._new(tt.DotOp, [a, b, acc], acc.type, dict(attrs))
+
+
+def _batch_slice(_sem, x, index: int) -> tensor:
+    """`x[index]` of a 3-D block: the batch entry picked exactly by a reduction over dim 0."""
+    batch = arange.__tile_builtin__(_sem, constexpr(0), constexpr(x.shape[0]))
+    hit = _sem.broadcast_to(_sem.expand_dims(_sem.expand_dims(
+        _sem.compare("eq", batch, constexpr(index)), 1), 2), x.shape)
+
+    def pick(args):
+        """Keep the entry of the wanted batch."""
+        v1, h1, v2, h2 = args
+        return [_sem.where(h2, v2, v1), _sem.or_(h1, h2)]
+    return _sem.reduce([x, hit], 0, pick)[0]
+
+
+def _batched_dot(_sem, a, b, acc, attrs: dict) -> tensor:
+    """[B, M, K] x [B, K, N] + acc as B 2-D tt.dot ops, reassembled along dim 0."""
+    out = acc
+    batch = arange.__tile_builtin__(_sem, constexpr(0), constexpr(a.shape[0]))
+    for i in range(a.shape[0]):
+        c = _dot2d(_sem, _batch_slice(_sem, a, i), _batch_slice(_sem, b, i),
+                   _batch_slice(_sem, acc, i), attrs)
+        here = _sem.broadcast_to(_sem.expand_dims(_sem.expand_dims(
+            _sem.compare("eq", batch, constexpr(i)), 1), 2), acc.shape)
+        out = _sem.where(here, _sem.broadcast_to(_sem.expand_dims(c, 0), acc.shape), out)
+    return out
 
 
 # ---- hints, assertions, printing ---------------------------------------------------------------
@@ -675,14 +817,28 @@ def device_assert(_sem, cond, msg="") -> None:
 
 # ---- tensor methods ---------------------------------------------------------------------------
 @builtin
-def to(_sem, input, dtype, fp_downcast_rounding=None, bitcast=False) -> tensor:
-    """`x.to(dtype)`: cast (or reinterpret the bits with `bitcast=True`)."""
-    return _sem.cast(_sem.to_tensor(input), _dtype(dtype), _const(bitcast, "bitcast"))
+def cast(_sem, input, dtype, fp_downcast_rounding=None, bitcast=False) -> tensor:
+    """Cast to `dtype` (Triton's conversions), reinterpret the bits with `bitcast=True`, or
+    narrow floats with `fp_downcast_rounding` "rtne" (the default) or "rtz"."""
+    x, dt = _sem.to_tensor(input), _dtype(dtype)
+    bits = _const(bitcast, "bitcast")
+    rounding = _opt_const(fp_downcast_rounding, "fp_downcast_rounding")
+    if bits:
+        if rounding is not None:
+            raise SemanticError("fp_downcast_rounding does not apply to a bitcast")
+        return _sem.cast(x, dt, True)
+    if rounding is not None:
+        return _sem.cast_rounded(x, dt, rounding)
+    return _sem.cast(x, dt)
+
+
+to = cast
 
 
 # Method name -> builtin, for `x.name(...)` on a tensor (x becomes the first argument).
 TENSOR_METHODS = {
-    "to": to, "sum": sum, "max": max, "min": min, "argmax": argmax, "argmin": argmin,
+    "to": cast, "cast": cast, "sum": sum, "max": max, "min": min, "argmax": argmax,
+    "argmin": argmin, "reduce": reduce, "associative_scan": associative_scan,
     "cumsum": cumsum, "cumprod": cumprod, "reshape": reshape, "view": view, "ravel": ravel,
     "trans": trans, "permute": trans, "broadcast_to": broadcast_to, "expand_dims": expand_dims,
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "rsqrt": rsqrt,

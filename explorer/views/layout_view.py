@@ -1,5 +1,6 @@
 """The layout graph view: the ttgir on the left, the graph of values clustered by layout on the
-right (conversions marked ⇄), and the thread-ownership map of the layout under the cursor.
+right (conversions marked ⇄), and the map of the layout under the cursor with its linear
+layout's bases table (thread ownership for distributed layouts, offsets and banks for shared).
 `d` exports DOT, `m` GraphML (into the app's export folder)."""
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.widgets import Static
 
+from compiler.inspect import describe_layout
 from compiler.trace import CompileTrace
 from explorer.graph import SCALAR, layout_graph, render_clusters, to_dot, to_graphml
 from explorer.lexers import lexer_for_stage
-from explorer.ownership import ownership_grid, tensor_shape
+from explorer.ownership import (element_bits, owner_grid, shared_description, shared_grid,
+                               tensor_shape)
 from explorer.views.code_view import CodeView
 
 GRAPH_WIDTH = 64          # the drawing scrolls sideways in narrow terminals
@@ -23,12 +26,27 @@ WARP_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def ownership_text(layout_name: str, aliases: dict, shape: tuple, width: int = 60) -> Text:
-    """The ownership map as text: each element shows its lane (hex), coloured by warp."""
+def ownership_text(layout_name: str, aliases: dict, shape: tuple, width: int = 60,
+                   element_bits: int | None = None) -> Text:
+    """The layout's map as text, then its bases table: for a distributed layout each element
+    shows its lane (hex), coloured by warp; for a shared layout its bank, coloured by bank."""
     try:
-        grid = ownership_grid(layout_name, shape, aliases, max_rows=8, max_cols=width // 3)
-    except (ValueError, AttributeError) as error:
+        description = describe_layout(layout_name, tuple(shape), aliases, element_bits)
+    except ValueError as error:
         return Text(f"{layout_name}: {error}", style="dim")
+    cols = max(1, width // 3)
+    if description.shared:
+        text = _shared_text(layout_name, aliases, description, cols)
+    else:
+        text = _owner_text(layout_name, description, cols)
+    text.append("\n")
+    text.append_text(bases_text(description))
+    return text
+
+
+def _owner_text(layout_name: str, description, cols: int) -> Text:
+    grid = owner_grid(description, max_rows=8, max_cols=cols)
+    shape = description.shape
     text = Text(f"{layout_name} on tensor {'x'.join(map(str, shape))}: lane per element, "
                 "colour = warp, underlined = register 0\n", style="bold")
     for row in grid:
@@ -43,6 +61,39 @@ def ownership_text(layout_name: str, aliases: dict, shape: tuple, width: int = 6
     first = grid[0][:8]
     text.append("\nelement → (warp, lane, reg): " +
                 ", ".join(f"[{i}]→{cell}" for i, cell in enumerate(first)))
+    return text
+
+
+def _shared_text(layout_name: str, aliases: dict, description, cols: int) -> Text:
+    grid = shared_grid(description, max_rows=8, max_cols=cols)
+    full = aliases.get(layout_name, layout_name)
+    text = Text(f"{layout_name}: {shared_description(full)}\n", style="bold")
+    text.append(f"bank per element ({description.element_bits}-bit elements), colour = bank\n")
+    for row in grid:
+        for _, bank in row:
+            text.append(f"{bank:>2} ", Style(color="black", bgcolor=WARP_COLORS[bank % 10]))
+        text.append("\n")
+    first = grid[0][:6]
+    text.append("element → (offset, bank): " +
+                ", ".join(f"[{i}]→{cell}" for i, cell in enumerate(first)))
+    return text
+
+
+def bases_text(description) -> Text:
+    """The linear layout's bases, one row per input dim and one column per bit (each entry the
+    coordinates that bit moves to; (0, 0) is a broadcast bit), as the paper's figures show."""
+    text = Text("bases (bit → coordinates, XORed):\n", style="bold")
+    rows: dict = {}
+    for row in description.bases:
+        rows.setdefault(row.in_dim, []).append(row.values)
+    names = ", ".join(description.out_dims)
+    for in_dim, vectors in rows.items():
+        cells = [("(" + ", ".join(map(str, v)) + ")", not any(v)) for v in vectors]
+        text.append(f"{in_dim:>8}: ")
+        for cell, broadcast in cells:
+            text.append(cell + " ", style="dim" if broadcast else None)
+        text.append("\n")
+    text.append(f"coordinates are ({names})", style="dim")
     return text
 
 
@@ -64,7 +115,8 @@ class LayoutView(Horizontal):
         with Vertical(id="layout-side"):
             with ScrollableContainer(id="layout-graph-scroll"):
                 yield Static(id="layout-graph")
-            yield Static(id="layout-owner")
+            with ScrollableContainer(id="layout-owner-scroll"):
+                yield Static(id="layout-owner")
 
     def show_trace(self, trace: CompileTrace) -> None:
         """Build the graph of the trace's ttgir and draw it."""
@@ -116,15 +168,21 @@ class LayoutView(Horizontal):
             owner.update(Text(f"{nodes[0]['layout']}: no tensor shape on this line", style="dim"))
             return
         width = max(24, owner.content_region.width or 60)
-        owner.update(ownership_text(nodes[0]["layout"], self.graph.graph["aliases"], shape, width))
+        type_text = nodes[0].get("type") or self._type_from_text(event.line)
+        owner.update(ownership_text(nodes[0]["layout"], self.graph.graph["aliases"], shape, width,
+                                    element_bits(type_text)))
 
-    def _shape_from_text(self, line: int) -> tuple | None:
-        """The result shape written on a ttgir line (for graphs read from text)."""
+    def _type_from_text(self, line: int) -> str:
+        """The result type written on a ttgir line (for graphs read from text)."""
         line_text = self.trace.stages["ttgir"].splitlines()[line - 1]
         type_text = line_text.rsplit(" : ", 1)[-1]
         if "->" in type_text:
             type_text = type_text.rsplit("->", 1)[1]
-        return tensor_shape(type_text)
+        return type_text
+
+    def _shape_from_text(self, line: int) -> tuple | None:
+        """The result shape written on a ttgir line (for graphs read from text)."""
+        return tensor_shape(self._type_from_text(line))
 
     def action_export(self, kind: str) -> None:
         if self.graph is None or self.trace is None:

@@ -25,7 +25,8 @@ def _compile(kernel, args, constexprs):
     return compiled, [bound[i] for i in spec.runtime_params]
 
 
-@pytest.mark.parametrize("name", ["vector_add", "softmax", "layernorm", "matmul"])
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "layernorm", "matmul",
+                                  "attention"])
 def test_sample_kernel_on_the_simt_evaluator(name):
     from compiler.runtime import interpreter
     kernel, args, constexprs, grid, outputs = samples.SAMPLES[name]()

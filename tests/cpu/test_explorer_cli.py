@@ -201,3 +201,17 @@ def test_app_on_real_traces_links_ttgir_to_ptx_and_recompiles(script):
     assert ran.count("remove-layout-conversions") == names.count("remove-layout-conversions") - 1
     assert all(row[2] != "—" for key, row in rows.items() if not key.startswith("runtime"))
     assert rows["registers"][2] == str(editor.result.cubin_info["registers"])
+
+
+def test_json_opens_the_attention_sample(capsys):
+    """sample_kernels/attention.py runs under the recorder (interpreter) and every variant it
+    launches compiles through every stage, with tensor-core dots and no compile failure."""
+    from pathlib import Path
+    sample = Path(__file__).resolve().parents[2] / "sample_kernels" / "attention.py"
+    code, data = _json(capsys, [str(sample), "--json", "--no-gpu"])
+    assert code == 0 and data["error"] is None
+    kernels = data["kernels"]
+    assert {k["kernel"] for k in kernels} == {"attention_kernel"} and len(kernels) == 4
+    for kernel in kernels:
+        assert {"ttir", "ttgir", "llir", "ptx"} <= set(kernel["stages"])
+        assert not kernel["failed_passes"]

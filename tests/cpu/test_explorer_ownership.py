@@ -49,7 +49,12 @@ def test_shared_layouts_are_described_not_drawn():
         "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0, 1]}>")
     assert tensor_shape("!ttg.memdesc<128x32xf16, #shared, #smem, mutable>") == (128, 32)
     text = ownership_text("#shared", ALIASES, (128, 32)).plain
-    assert text.startswith("#shared: shared memory") and "\n" not in text
+    assert text.startswith("#shared: shared memory")
+    lines = text.splitlines()
+    # vec 8, perPhase 2, maxPhase 4 on f16: row 2's first 8-element group is XORed to column 8
+    assert lines[2].split()[:4] == ["0", "0", "1", "1"]          # banks of row 0
+    assert lines[4].split()[:2] == ["4", "4"]                    # row 2: column group 1
+    assert "bases" in text and "offset: (0, 1) (0, 2)" in text
 
 
 def test_slices_of_mma_layouts_are_drawn_from_their_linear_layout():
@@ -70,8 +75,8 @@ def test_the_view_draws_an_mma_map():
 
 def test_without_the_compilers_layout_model_mma_is_not_drawn(monkeypatch):
     import compiler.analysis
-    monkeypatch.setitem(sys.modules, "compiler.analysis.layouts", None)
-    monkeypatch.delattr(compiler.analysis, "layouts", raising=False)
+    monkeypatch.setitem(sys.modules, "compiler.analysis.layout_to_linear", None)
+    monkeypatch.delattr(compiler.analysis, "layout_to_linear", raising=False)
     with pytest.raises(NotDrawable, match="needs the compiler's layout model"):
         ownership_grid("#mma", (128, 128), ALIASES)
 

@@ -124,6 +124,42 @@ def test_describe_layout_uses_the_compilers_model():
     description = describe_layout(blocked, (256,))
     assert description.owners[(0,)] == [(0, 0, 0)] and description.owners[(3,)] == [(0, 1, 1)]
     assert "elements/thread" in description.summary
-    with pytest.raises(NotDrawable, match="no thread owns"):
-        describe_layout("#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, "
-                        "order = [0]}>", (64,))
+    shared = describe_layout("#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, "
+                             "order = [0]}>", (64,))
+    assert shared.shared and not shared.owners and "no thread owns" in shared.summary
+    assert shared.offsets[(5,)] == 5 and shared.banks[(5,)] == 2      # 16-bit elements
+    with pytest.raises(NotDrawable, match="no linear layout"):
+        describe_layout("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, "
+                        "warpsPerCTA = [4, 1], instrShape = [16, 64, 16]}>", (8, 8, 8))
+
+
+MMA_V3 = ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], "
+          "instrShape = [16, 64, 16]}>")
+
+
+def test_describe_layout_reads_the_linear_layout_of_mma_v3_and_dot_operands():
+    from compiler.analysis.layout_to_linear import to_linear_layout
+    from compiler.ir.parser import Parser
+    mma = describe_layout(MMA_V3, (64, 64))
+    # the wgmma accumulator: lane 4g + t holds (g, 2t), (g, 2t + 1), then g + 8; warps on M
+    assert mma.owners[(0, 0)] == [(0, 0, 0)] and mma.owners[(0, 1)] == [(0, 0, 1)]
+    assert mma.owners[(8, 0)] == [(0, 0, 2)] and mma.owners[(16, 0)] == [(1, 0, 0)]
+    assert mma.bases_table()[0] == ["in", "bit", "dim0", "dim1"]
+    linear = to_linear_layout(Parser(MMA_V3).encoding_ref(), (64, 64))
+    assert [list(r.values) for r in mma.bases if r.in_dim == "lane"] == \
+        [list(v) for v in linear.bases("lane")]
+    dot = describe_layout(f"#ttg.dot_op<{{opIdx = 0, parent = {MMA_V3}, kWidth = 2}}>",
+                          (64, 32))
+    assert len(dot.owners) == 64 * 32 and "elements/thread" in dot.summary
+
+
+def test_describe_layout_gives_offsets_and_banks_of_nvmma_shared():
+    text = ("#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, "
+            "elementBitWidth = 16}>")
+    shared = describe_layout(text, (64, 64))
+    assert shared.shared and shared.element_bits == 16
+    # 128-byte swizzle: row r's 16-byte chunks are XORed with r % 8, so column 0 of rows 0-7
+    # lies in banks 0, 4, ..., 28: no conflict down a column
+    assert [shared.banks[(r, 0)] for r in range(8)] == [0, 4, 8, 12, 16, 20, 24, 28]
+    assert sorted(shared.offsets.values()) == list(range(64 * 64))
+    assert shared.bases_table()[1] == ["offset", "0", "0", "1"]

@@ -64,8 +64,19 @@ def _matmul():
             blocks, (4,), [2])
 
 
+def _attention():
+    from sample_kernels.attention import _strides, attention_kernel
+    shape = (1, 2, 40, 64)                       # 40 rows: not a multiple of the 32-row block
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal(shape).astype(np.float16).ravel() for _ in range(3))
+    strides = list(_strides(shape)) * 4
+    blocks = {"HEAD_DIM": 64, "BLOCK_M": 32, "BLOCK_N": 32, "CAUSAL": True}
+    return (attention_kernel, [q, k, v, np.zeros(q.size, np.float16), 0.125, *strides, 2, 40],
+            blocks, (2, 2), [3])
+
+
 SAMPLES = {"vector_add": _vector_add, "softmax": _softmax, "layernorm": _layernorm,
-           "matmul": _matmul}
+           "matmul": _matmul, "attention": _attention}
 
 
 def compile_to_ttir(kernel, args, constexprs, pipeline):

@@ -15,12 +15,16 @@ pytestmark = pytest.mark.gpu
 
 def _launch(ttgir_text: str, grid, args) -> list:
     """Compile, load and launch one kernel; returns the device arrays of the array arguments."""
-    from compiler.runtime import driver
     from tests.cpu.codegen_kernels import compile_ttgir
+    return launch_compiled(compile_ttgir(ttgir_text), grid, args)
+
+
+def launch_compiled(result, grid, args) -> list:
+    """Load and launch a compiled kernel; returns the arguments as passed (arrays on the GPU)."""
+    from compiler.runtime import driver
     from compiler.runtime.device_array import DeviceArray
     from compiler.runtime.launcher import Launcher
 
-    result = compile_ttgir(ttgir_text)
     image = result.asm["cubin"] if "cubin" in result.asm else result.asm["ptx"]
     module = driver.load_module(image)
     fn = driver.get_function(module, result.name)

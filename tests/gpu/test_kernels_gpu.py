@@ -38,7 +38,8 @@ def test_kernel_on_gpu_matches_interpreter_and_numpy(name, draw):
     check_outputs(on_gpu, interpreted, entry.gpu, f"{name}: GPU vs interpreter (seed {seed})")
 
 
-@pytest.mark.parametrize("sample", ["vector_add", "softmax", "layernorm", "matmul"])
+@pytest.mark.parametrize("sample", ["vector_add", "softmax", "layernorm", "matmul",
+                                    "attention"])
 def test_sample_kernel_main_on_gpu(sample, capsys):
     """Each sample's main() puts its data on the GPU (DeviceArray), launches, checks numpy."""
     from compiler.runtime.arrays import gpu_available

@@ -19,8 +19,9 @@ from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 
 from .errors import OpError
 from .registry import semantics
-from .values import (as_signed, as_unsigned, float_to_int, from_bits, bits_of, int_width,
-                     value_dtype, wrap_to)
+from .values import (as_signed, as_unsigned, bf16_bits_to_f32, bits_of, f32_to_bf16_bits,
+                     float_to_int, from_bits, int_width, is_bf16, round_to_bf16, value_dtype,
+                     wrap_to)
 
 
 # ---- constants ---------------------------------------------------------------------------------
@@ -286,6 +287,40 @@ def float_cast(ctx, op, values):
     return np.asarray(values[0]).astype(value_dtype(op.results[0].type))
 
 
+@semantics(tt.FpToFpOp)
+def fp_to_fp(ctx, op, values):
+    """A float conversion with a rounding mode: rtne as truncf; rtz rounds to nearest, then
+    steps one unit toward zero where that rounded away from zero (so a finite value too large
+    for the target becomes its largest finite value, never infinity)."""
+    dst = op.results[0].type
+    x = np.asarray(values[0])
+    with np.errstate(over="ignore"):
+        if op.attributes["rounding"].value == "rtne":
+            return x.astype(value_dtype(dst))
+        nearest = _round_float(x, dst)
+    wide = nearest.astype(np.float64)
+    away = np.isfinite(x) & (np.abs(wide) > np.abs(x.astype(np.float64)))
+    if not away.any():
+        return nearest
+    toward = _round_float(_next_toward_zero(nearest.astype(np.float32), dst), dst)
+    return np.where(away, toward, nearest)
+
+
+def _round_float(x, t):
+    """`x` rounded to nearest even in float type `t`, held as `value_dtype(t)` (bf16 too)."""
+    held = np.asarray(x).astype(value_dtype(t))
+    return round_to_bf16(held) if is_bf16(t) else held
+
+
+def _next_toward_zero(x, t):
+    """The value one unit in the last place of float type `t` closer to zero than `x`."""
+    if is_bf16(t):
+        bits = f32_to_bf16_bits(x).astype(np.int32)
+        return bf16_bits_to_f32((bits - 1).astype(np.uint16))
+    narrow = x.astype(value_dtype(t))
+    return np.nextafter(narrow, np.zeros_like(narrow))
+
+
 @semantics(arith.CAST_OPS["bitcast"], tt.BitcastOp)
 def bitcast(ctx, op, values):
     """Reinterpret the bits (pointer-to-pointer bitcasts keep the address)."""
@@ -320,13 +355,14 @@ MATH_UNARY = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "absf": np.abs,
     "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": _round_half_away,
-    "erf": _erf, "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1,
+    "erf": _erf, "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "roundeven": np.rint,
 }
 
 
 for _name, _fn in MATH_UNARY.items():
     semantics(math_ops.UNARY_OPS[_name])(numpy_op(_fn))
 semantics(tt.PreciseSqrtOp)(numpy_op(np.sqrt))
+semantics(math_ops.CopySignOp)(numpy_op(np.copysign))
 
 
 @semantics(math_ops.AbsIOp)
@@ -342,3 +378,10 @@ def fma(ctx, op, values):
     (in `coerce`); f64 is computed unfused."""
     a, b, c = values
     return np.asarray(a).astype(np.float64) * b + c
+
+
+@semantics(tt.ElementwiseInlineAsmOp)
+def inline_asm(ctx, op, values):
+    """Inline PTX cannot run on the CPU: a located error, as Triton's interpreter gives."""
+    raise OpError("tl.inline_asm_elementwise runs PTX on the GPU and cannot be interpreted; "
+                  "launch with interpret=False")

@@ -14,7 +14,7 @@ import numpy as np
 from compiler.dialects import tt, ttg, ttng
 from compiler.ir.types import TensorType
 
-from .errors import KernelAssertionError
+from .errors import KernelAssertionError, OpError
 from .memory import atomic_update, cas_update
 from .registry import semantics
 from .values import as_unsigned, bits_of, byte_size, value_dtype
@@ -289,3 +289,26 @@ def async_copy_global_to_local(ctx, op, values):
 def async_group(ctx, op, values):
     """Copy groups need no bookkeeping when copies complete at once."""
     return None
+
+
+@semantics(tt.GatherOp)
+def gather(ctx, op, values):
+    """`np.take_along_axis`; an index outside the source is an error here (the GPU reads an
+    unspecified value)."""
+    src, index = np.asarray(values[0]), np.asarray(values[1]).astype(np.int64)
+    axis = op.attributes["axis"].value
+    if index.size and (index.min() < 0 or index.max() >= src.shape[axis]):
+        raise OpError(f"gather index out of range [0, {src.shape[axis]}) along dim {axis}: "
+                      f"{int(index.min())}..{int(index.max())}")
+    return np.take_along_axis(src, index, axis)
+
+
+@semantics(tt.HistogramOp)
+def histogram(ctx, op, values):
+    """np.bincount of the in-range values where the mask (if any) is true."""
+    src = np.asarray(values[0]).astype(np.int64)
+    bins = op.results[0].type.shape[0]
+    keep = (src >= 0) & (src < bins)
+    if len(values) > 1:
+        keep &= np.asarray(values[1]).astype(bool)
+    return np.bincount(src[keep], minlength=bins).astype(np.int32)

@@ -1,0 +1,80 @@
+"""Ops that index shared memory by data: `tt.gather` and `tt.histogram`.
+
+gather: the source is written row-major (each element once, from whatever layout it is in),
+and every result register reads the source element at its own coordinates with the gathered
+dim replaced by its index register. histogram: the bins are zeroed in shared memory, each
+element (counted once however many threads hold it) adds 1 to its bin with a shared atomic,
+and every result register reads its bin."""
+from __future__ import annotations
+
+from compiler.dialects import tt
+
+from llvmlite import ir
+
+from .llvm_helpers import I32, barrier, byte_width, i32, llvm_type
+from .lower_convert import flat_offset, shared_load, write_row_major
+from .lowering import LoweringError
+from .registry import lowers
+
+
+@lowers(tt.GatherOp)
+def lower_gather(ctx, op):
+    """`tt.gather`: write the source, barrier, read at (coords with coords[axis] = index)."""
+    src_t, idx_t, out_t = op.operands[0].type, op.operands[1].type, op.results[0].type
+    if idx_t.encoding != out_t.encoding:
+        raise LoweringError(f"tt.gather: the indices' layout {idx_t.encoding} differs from the "
+                            f"result's {out_t.encoding}")
+    b = ctx.builder
+    base = ctx.scratch(src_t.numel * byte_width(src_t))
+    barrier(b)                                  # the scratch area may still be read by others
+    write_row_major(ctx, base, src_t, ctx.get(op.src))
+    barrier(b)
+    coords = ctx.indexer.coords(b, out_t.encoding, out_t.shape)
+    ty = llvm_type(out_t.scalar)
+    out = []
+    for reg, index in enumerate(ctx.get(op.indices)):
+        width = index.type.width
+        if width > 32:
+            index = b.trunc(index, coords[reg][0].type)
+        elif width < 32:
+            index = b.sext(index, coords[reg][0].type)
+        at = list(coords[reg])
+        at[op.axis] = index
+        out.append(shared_load(ctx, base, flat_offset(b, at, src_t.shape), ty))
+    ctx.set(op.results[0], out)
+
+
+@lowers(tt.HistogramOp)
+def lower_histogram(ctx, op):
+    """`tt.histogram`: zero the bins, barrier, atomic adds of the unique in-range unmasked
+    elements, barrier, read the bins at the result's coordinates."""
+    src_t, out_t = op.operands[0].type, op.results[0].type
+    bins = out_t.shape[0]
+    b = ctx.builder
+    base = ctx.scratch(bins * 4)
+    threads = ctx.num_warps * 32
+    zero = ir.Constant(I32, 0)
+    barrier(b)                                  # the scratch area may still be read by others
+    for start in range(0, bins, threads):
+        slot = b.add(ctx.indexer.tid, i32(start))
+        with b.if_then(b.icmp_unsigned("<", slot, i32(bins))):
+            b.store(zero, b.gep(base, [slot], source_etype=I32))
+    barrier(b)
+    values = ctx.get(op.src)
+    masks = ctx.get(op.mask) if op.mask is not None else None
+    owner = ctx.indexer.unique_owner(src_t.encoding, src_t.shape)
+    for reg in ctx.indexer.unique_registers(src_t.encoding, src_t.shape):
+        v = values[reg]
+        take = b.icmp_unsigned("<", v, ir.Constant(v.type, bins))     # negatives are huge
+        if owner is not None:
+            take = b.and_(take, owner)
+        if masks is not None:
+            take = b.and_(take, masks[reg])
+        with b.if_then(take):
+            slot = b.trunc(v, I32) if v.type.width > 32 else \
+                (b.zext(v, I32) if v.type.width < 32 else v)
+            b.atomic_rmw("add", b.gep(base, [slot], source_etype=I32), ir.Constant(I32, 1),
+                         "monotonic")
+    barrier(b)
+    coords = ctx.indexer.coords(b, out_t.encoding, out_t.shape)
+    ctx.set(op.results[0], [shared_load(ctx, base, c[0], llvm_type(out_t.scalar)) for c in coords])
