@@ -146,7 +146,7 @@ def _compile_for_sm90(kernel, args, constexprs):
 
 
 SAMPLE_CASES = {
-    "vector_add": {}, "softmax": {}, "layernorm": {}, "matmul": {},
+    "vector_add": {}, "softmax": {}, "layernorm": {}, "matmul": {}, "attention": {},
     # the matmul at the block sizes people run, whose epilogue converts mma -> blocked
     "matmul_64": dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32),
     "matmul_128": dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64),
