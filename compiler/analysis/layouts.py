@@ -1,21 +1,15 @@
 """Which thread, warp and register holds which element of a tensor in a distributed layout.
 
-Triton's semantics: a blocked layout gives each thread `sizePerThread` contiguous elements,
-`threadsPerWarp` lanes and `warpsPerCTA` warps tile the tensor; when the tensor is larger than
-that CTA tile the tile repeats (more registers per thread), and when it is smaller the
-coordinates wrap, so several threads (or registers) hold the same element. A slice layout is its
-parent with one dimension removed; a dot-operand layout with a blocked parent gives each thread
-the parent's rows (A) or columns (B) and the whole K dimension. The tensor-core layouts
-(#ttg.nvidia_mma v2 and dot operands with that parent) follow the PTX ISA's mma.m16n8k16
-fragments; see the section at the end.
+Every question about where elements live (`thread_elements`, `elements_per_thread`,
+`element_owners`) is answered from the layout's linear layout (`compiler.analysis.
+layout_to_linear`), registers in the linear layout's order, for every distributed layout alike.
 
-Every other distributed layout (mma v3 and its operand A, slices of mma layouts, `#ttg.linear`)
-is answered from its linear layout (`compiler.analysis.layout_to_linear`), registers in the
-linear layout's order; `has_slot_model` says which layouts have `RegisterSlot`s.
-
-Register order (used by the lowering for every blocked-rooted tensor): within a thread, the
-`sizePerThread` elements first, dims fastest-varying first (`order`), then the repetitions of
-the CTA tile, again `order` first. Everything here assumes power-of-two sizes, as Triton does.
+What remains here besides: the `RegisterSlot` view of blocked layouts (and slices of them) and
+of mma v2 accumulators and operands, which the FMA dot, the mma.sync lowering and the blocked
+scan still read (`register_slots`, `mma_register_slots`; `has_slot_model` says which layouts
+have one), and the mma.m16n8k16 fragment constants. Blocked registers run as Triton's: within a
+thread the `sizePerThread` elements first, dims fastest-varying first (`order`), then the
+repetitions of the CTA tile, again `order` first; this is also the linear layout's order.
 """
 from __future__ import annotations
 
@@ -72,14 +66,11 @@ def _blocked_slots(layout: BlockedEncoding, shape: tuple) -> tuple:
 
 
 def has_slot_model(layout) -> bool:
-    """Whether the layout has the `RegisterSlot` model here: a chain of slice / dot-operand
-    layouts over a blocked root, or an mma v2 accumulator or operand. Others are answered from
-    their linear layout."""
+    """Whether the layout has the `RegisterSlot` model here: a chain of slice layouts over a
+    blocked root, or an mma v2 accumulator or operand."""
     if is_mma_family(layout):
         return True
-    if isinstance(layout, SliceEncoding) and isinstance(layout.parent, DotOperandEncoding):
-        return False            # the slot model slices blocked parents only
-    while isinstance(layout, (SliceEncoding, DotOperandEncoding)):
+    while isinstance(layout, SliceEncoding):
         layout = layout.parent
     return isinstance(layout, BlockedEncoding)
 
@@ -103,8 +94,6 @@ def register_slots(layout, shape: tuple) -> tuple:
                      if s.spt_index[layout.dim] == 0 and s.rep_index[layout.dim] == 0)
     if is_mma_family(layout):
         return mma_register_slots(layout, tuple(shape))
-    if isinstance(layout, DotOperandEncoding):
-        return _dot_operand_slots(layout, tuple(shape))
     raise NotImplementedError(f"layout {layout} is not supported by the layout helper yet")
 
 
@@ -144,61 +133,15 @@ def slot_without(slot: RegisterSlot, dims) -> RegisterSlot:
 
 def elements_per_thread(layout, shape: tuple) -> int:
     """How many registers (elements, duplicates included) each thread holds."""
-    if not has_slot_model(layout):
-        return _linear(layout, tuple(shape)).in_dim_size("register")
-    return len(register_slots(layout, shape))
-
-
-def thread_coords(layout: BlockedEncoding, warp: int, lane: int) -> tuple:
-    """Per dim, the (warp, lane) position of a thread in the CTA tile."""
-    lane_digits = _split_index(lane, layout.threads_per_warp, layout.order)
-    warp_digits = _split_index(warp, layout.warps_per_cta, layout.order)
-    return tuple(lane_digits), tuple(warp_digits)
-
-
-def _blocked_coord(layout: BlockedEncoding, shape: tuple, slot: RegisterSlot, warp: int,
-                   lane: int) -> tuple:
-    lanes, warps = thread_coords(layout, warp, lane)
-    tile = layout.shape_per_cta_tile()
-    coords = []
-    for d in range(layout.rank):
-        spt, tpw = layout.size_per_thread[d], layout.threads_per_warp[d]
-        c = slot.rep_index[d] * tile[d] + (warps[d] * tpw + lanes[d]) * spt + slot.spt_index[d]
-        coords.append(c % shape[d])
-    return tuple(coords)
+    return _linear(layout, tuple(shape)).in_dim_size("register")
 
 
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
-    """The coordinates each register of thread (warp, lane) holds, in register order."""
-    shape = tuple(shape)
-    if not has_slot_model(layout):
-        ll = _linear(layout, shape)
-        return [ll.apply_tuple(register=r, lane=lane, warp=warp)
-                for r in range(ll.in_dim_size("register"))]
-    if is_mma_family(layout):
-        return mma_thread_elements(layout, shape, warp, lane)
-    if isinstance(layout, DotOperandEncoding):
-        return [_dot_operand_coord(layout, shape, slot, warp, lane)
-                for slot in register_slots(layout, shape)]
-    if isinstance(layout, SliceEncoding):
-        parent_shape = parent_shape_of(layout, shape)
-        coords = []
-        for slot in register_slots(layout, shape):
-            c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
-            del c[layout.dim]
-            coords.append(tuple(c))
-        return coords
-    return [_blocked_coord(layout, shape, slot, warp, lane)
-            for slot in register_slots(layout, shape)]
-
-
-def _slot_coord(layout, shape, slot, warp, lane) -> tuple:
-    if isinstance(layout, BlockedEncoding):
-        return _blocked_coord(layout, shape, slot, warp, lane)
-    parent_shape = parent_shape_of(layout, shape)
-    c = list(_slot_coord(layout.parent, parent_shape, slot, warp, lane))
-    del c[layout.dim]
-    return tuple(c)
+    """The coordinates each register of thread (warp, lane) holds, in register order: read
+    from the layout's linear layout, for every distributed layout alike."""
+    ll = _linear(layout, tuple(shape))
+    return [ll.apply_tuple(register=r, lane=lane, warp=warp)
+            for r in range(ll.in_dim_size("register"))]
 
 
 def num_warps_of(layout) -> int:
@@ -219,41 +162,6 @@ def element_owners(layout, shape: tuple) -> dict:
             for reg, coords in enumerate(thread_elements(layout, shape, warp, lane)):
                 owners.setdefault(coords, []).append((warp, lane, reg))
     return owners
-
-
-# ---- dot operands with a blocked parent (the FMA dot) ---------------------------------------------
-def _dot_operand_slots(layout: DotOperandEncoding, shape: tuple) -> tuple:
-    """A: the parent's distinct rows (dim 0) x every k; B: every k x the parent's columns."""
-    parent = layout.parent
-    if not isinstance(parent, BlockedEncoding):
-        raise NotImplementedError("dot operands are supported for blocked parents only")
-    kept = 0 if layout.op_idx == 0 else 1
-    k_dim = 1 - kept
-    k = shape[k_dim]
-    parent_shape = list(shape)
-    parent_shape[k_dim] = 1
-    base = [s for s in _blocked_slots(parent, tuple(parent_shape))
-            if s.spt_index[k_dim] == 0 and s.rep_index[k_dim] == 0]
-    slots = []
-    for s in base:
-        for kk in range(k):
-            spt = list(s.spt_index)
-            spt[k_dim] = kk
-            slots.append(RegisterSlot(tuple(spt), s.rep_index))
-    return tuple(slots)
-
-
-def _dot_operand_coord(layout: DotOperandEncoding, shape, slot, warp, lane) -> tuple:
-    parent = layout.parent
-    kept = 0 if layout.op_idx == 0 else 1
-    k_dim = 1 - kept
-    parent_shape = list(shape)
-    parent_shape[k_dim] = 1
-    base_slot = RegisterSlot(tuple(0 if d == k_dim else v for d, v in enumerate(slot.spt_index)),
-                             slot.rep_index)
-    coords = list(_blocked_coord(parent, tuple(parent_shape), base_slot, warp, lane))
-    coords[k_dim] = slot.spt_index[k_dim]
-    return tuple(coords)
 
 
 def describe(layout, shape: tuple) -> str:
@@ -330,19 +238,6 @@ def mma_register_slots(layout, shape: tuple) -> tuple:
     return tuple(slots)
 
 
-def mma_thread_base(layout, warp: int, lane: int) -> tuple:
-    """The (dim 0, dim 1) coordinate of a thread's first fragment element in its first tile."""
-    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-    wm_i, wn_i = mma_warp_coords(mma, warp)
-    g, t = lane // 4, lane % 4
-    op_idx = getattr(layout, "op_idx", None)
-    if op_idx == 0:
-        return wm_i * MMA_M + g, 2 * t
-    if op_idx == 1:
-        return 2 * t, wn_i * MMA_N + g
-    return wm_i * MMA_M + g, wn_i * MMA_N + 2 * t
-
-
 def mma_tile_strides(layout) -> tuple:
     """How far apart (per dim) consecutive repetitions of a warp's instruction tile are."""
     mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
@@ -356,14 +251,3 @@ def mma_slot_offset(layout, slot: RegisterSlot) -> tuple:
     """The constant (per dim) offset of a register from the thread's base coordinate."""
     strides = mma_tile_strides(layout)
     return tuple(r * s + o for r, s, o in zip(slot.rep_index, strides, slot.spt_index))
-
-
-def mma_thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
-    """The coordinates each register of thread (warp, lane) holds in an mma-family layout
-    (wrapping when the tensor is smaller than the CTA tile)."""
-    base = mma_thread_base(layout, warp, lane)
-    out = []
-    for slot in mma_register_slots(layout, tuple(shape)):
-        off = mma_slot_offset(layout, slot)
-        out.append(tuple((b + o) % s for b, o, s in zip(base, off, shape)))
-    return out

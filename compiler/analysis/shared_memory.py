@@ -19,7 +19,7 @@ from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, HistogramOp,
                                   PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
 from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
-                                   MemDescType, NVMMASharedEncoding, NvidiaMmaEncoding)
+                                   MemDescType, NVMMASharedEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, TensorType
@@ -44,27 +44,27 @@ def _numel(shape) -> int:
     return n
 
 
-def _same_distribution(src, dst) -> bool:
-    return src.encoding == dst.encoding
-
-
-def exchange_row_padding(src: TensorType) -> int:
-    """Elements of padding after each row of the exchange buffer a conversion out of `src`
-    uses: 16 bytes for a wgmma (mma v3) accumulator, whose warps write 8 rows x 4 pairs at a
-    time: with rows a multiple of 128 bytes apart those 8 rows hit the same banks (8-way
-    conflicts); 16 bytes more per row puts them in 8 different bank groups, and rows stay
-    16-byte aligned for the vector reads. 0 for other layouts."""
-    enc = src.encoding
-    if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3 or len(src.shape) != 2:
+def _conversion_scratch(op: Operation) -> int:
+    """A conversion's (or trans / reshape's) buffer: the whole tensor when its plan goes
+    through shared memory (compiler.analysis.conversion), else nothing."""
+    from .conversion import reshaped_in_source, tensor_plan, transposed_in_source
+    from .layout_to_linear import to_linear_layout
+    src, dst = op.operands[0].type, op.results[0].type
+    if not isinstance(src, TensorType) or src.encoding is None or dst.encoding is None:
         return 0
-    row_bytes = src.shape[-1] * byte_width(src)
-    return 16 // byte_width(src) if row_bytes % 16 == 0 else 0
+    target = None
+    if isinstance(op, TransOp):
+        target = transposed_in_source(to_linear_layout(dst.encoding, dst.shape),
+                                      list(op.attributes["order"].values))
+    elif isinstance(op, ReshapeOp):
+        target = reshaped_in_source(to_linear_layout(dst.encoding, dst.shape), src.shape)
+    return tensor_plan(src, dst, target).scratch_bytes
 
 
 def scratch_bytes(op: Operation) -> int:
     """Shared memory `op` needs while it runs (0 for most ops):
-    convert_layout: the whole tensor (numel * element bytes) unless the layouts are equal;
-    trans / reshape: likewise (they move their data through shared memory);
+    convert_layout, trans, reshape: the whole tensor (numel * element bytes) when the
+      conversion plan goes through shared memory, else 0;
     reduce / scan: when warps split the reduced axis, one value per warp per output element
       (numel of the result with the axis counted as the warps along it) for each operand;
     atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads;
@@ -72,19 +72,8 @@ def scratch_bytes(op: Operation) -> int:
     histogram: one i32 counter per bin."""
     if not op.has_trait(SharedMemoryScratch):
         return 0
-    if isinstance(op, ConvertLayoutOp):
-        src, dst = op.operands[0].type, op.results[0].type
-        if _same_distribution(src, dst):
-            return 0
-        rows = _numel(src.shape) // src.shape[-1]
-        return rows * (src.shape[-1] + exchange_row_padding(src)) * byte_width(src)
-    if isinstance(op, (TransOp, ReshapeOp)):
-        # lowered as an exchange through shared memory (codegen/lower_shape.py), like a
-        # conversion, unless a reshape keeps shape and distribution
-        src, dst = op.operands[0].type, op.results[0].type
-        if src.shape == dst.shape and _same_distribution(src, dst):
-            return 0
-        return _numel(src.shape) * byte_width(src)
+    if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
+        return _conversion_scratch(op)
     if isinstance(op, (ReduceOp, ScanOp)):
         src = op.operands[0].type
         if not isinstance(src, TensorType) or src.encoding is None:

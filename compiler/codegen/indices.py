@@ -135,6 +135,19 @@ class LayoutIndexer:
             return self._id_term(b, self.tid, lanes + list(ll.bases("warp")), dim)
         return self._cached(("linear", layout, shape, dim), make)
 
+    def thread_term(self, ll, dim: int = 0):
+        """The lane and warp part of output `dim` of any linear layout over (register, lane,
+        warp, ...), as (i32 value, mask of its possible bits), or None when the lanes and warps
+        do not move it; computed once in the prologue. The thread id's low 5 bits are the lane
+        and the rest the warp, so the lane bases are padded to 5."""
+        def make(b):
+            lanes = list(ll.bases("lane")) if "lane" in ll.in_dims else []
+            width = len(ll.out_dims)
+            lanes += [(0,) * width] * (5 - len(lanes))
+            warps = list(ll.bases("warp")) if "warp" in ll.in_dims else []
+            return self._id_term(b, self.tid, lanes + warps, dim)
+        return self._cached(("term", ll, dim), make)
+
     def mma_warp_offset(self, mma, dim: int):
         """Where the thread's warp starts along `dim` (0: M, 1: N) in the CTA tile of an mma
         layout: 16 * its M index or 8 * its N index (warp ids run along N first)."""

@@ -159,6 +159,14 @@ def shuffle_xor(builder: ir.IRBuilder, value, offset: int):
     return from_i32_words(builder, words, value.type)
 
 
+def shuffle_idx(builder: ir.IRBuilder, value, lane):
+    """`shfl.sync.idx.b32` of any scalar up to 64 bits (pointers too) from lane `lane` (i32)."""
+    words = [call_intrinsic(builder, "llvm.nvvm.shfl.sync.idx.i32", I32,
+                            [i32(-1), w, lane, i32(31)])
+             for w in to_i32_words(builder, value)]
+    return from_i32_words(builder, words, value.type)
+
+
 def pack_words(builder: ir.IRBuilder, values: list, word_bits: int) -> list:
     """Pack consecutive scalars into `word_bits`-wide integers (for vector loads/stores), through
     a vector bitcast so the backend emits `mov.b32 {%rs1, %rs2}` rather than shifts."""

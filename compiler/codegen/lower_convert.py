@@ -1,10 +1,12 @@
-"""Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which reuse the same
-shared-memory exchange), plus the explicit shared-memory ops `ttg.local_alloc/load/store`.
+"""Moving a tensor between layouts: `ttg.convert_layout` (and reshape/trans, which are the same
+move to the result's layout seen over the operand's coordinates), plus the explicit
+shared-memory ops `ttg.local_alloc/load/store`.
 
-The exchange writes every register to shared memory at the element's row-major offset, waits at a
-barrier, and reads back the elements the new layout gives each thread (a barrier first, too, so
-earlier users of the scratch area are done). Correct for any pair of distributed layouts; not yet
-the swizzled, vectorized path Triton takes.
+A conversion is planned from the two linear layouts (compiler.analysis.conversion): nothing, a
+renumbering of registers, warp shuffles, or an exchange through a shared buffer whose swizzle
+keeps the stores and the loads free of bank conflicts (a barrier before the stores, so earlier
+users of the scratch area are done, and one before the loads). The explicit buffers of
+`local_alloc` / `local_load` / `local_store` are addressed by their shared encoding.
 """
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from llvmlite import ir
 
 from compiler.dialects import tt, ttg
 from compiler.analysis import layouts
-from compiler.dialects.ttg import BlockedEncoding
+from compiler.analysis.bank_conflicts import offsets_layout, vector_bits
+from compiler.analysis.conversion import element_facts, tensor_plan, unique_registers
+from compiler.analysis.layout_to_linear import (LayoutConversionError, identity_nd, out_dim_names,
+                                                to_linear_layout)
 from compiler.ir.types import TensorType
 
-from compiler.analysis.shared_memory import exchange_row_padding
-
-from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, inline_ptx, llvm_type,
-                           memory_type, to_memory, type_bits)
+from .llvm_helpers import (I64, barrier, from_memory, i32, inline_ptx, llvm_type, memory_type,
+                           shuffle_idx, to_memory)
 from .registry import lowers
 
 
@@ -113,166 +116,196 @@ def shared_load(ctx, base, offset, ty):
     return _loaded(b, b.load(ptr, typ=mem_ty), ty)
 
 
-def exchange(ctx, values, src_type: TensorType, dst_type: TensorType, dst_coords_to_src=None):
-    """Registers of `src_type`'s layout -> registers of `dst_type`'s layout via shared memory.
-
-    `dst_coords_to_src(builder, coords) -> coords` maps a destination element to the source
-    element it takes (identity for convert_layout; a permutation for trans; a re-flattening for
-    reshape). Runs of registers that every thread holds contiguously along the last dim move as
-    one vector access of up to 16 bytes (`vector_runs`)."""
+def move_values(ctx, values, src_type: TensorType, dst_type: TensorType, dst_layout=None):
+    """Registers of `src_type`'s layout -> registers of `dst_type`'s layout, by the cheapest
+    plan the two linear layouts allow (`compiler.analysis.conversion`); the plan's one-line
+    description goes into the LLVM IR as a comment. `dst_layout` is the destination's linear
+    layout over the source's coordinates when the shapes differ (trans, reshape)."""
+    try:
+        plan = tensor_plan(src_type, dst_type, dst_layout)
+        for t in (src_type, dst_type):
+            _check_threads(ctx, t)
+    except (LayoutConversionError, ValueError) as err:
+        raise LayoutConversionError(f"cannot move {src_type} from {src_type.encoding} to "
+                                    f"{dst_type.encoding}: {err}") from None
     b = ctx.builder
-    ty = values[0].type
-    # rows padded where the source layout would otherwise write with bank conflicts
-    pad = exchange_row_padding(src_type) if dst_coords_to_src is None else 0
-    buffer_shape = tuple(src_type.shape[:-1]) + (src_type.shape[-1] + pad,)
-    nbytes = (src_type.numel // src_type.shape[-1] * buffer_shape[-1] *
-              max(byte_width(src_type), 8 if isinstance(ty, ir.PointerType) else 1))
-    base = ctx.scratch(nbytes)
-    src_coords = ctx.indexer.coords(b, src_type.encoding, src_type.shape)
-    barrier(b)
-    unique = ctx.indexer.unique_registers(src_type.encoding, src_type.shape)
-    runs = vector_runs(src_type, ty, unique)
-    for reg in unique:
-        width = runs.get(reg, 1)
-        if width == 0:
-            continue
-        offset = flat_offset(b, src_coords[reg], buffer_shape)
-        if width == 1:
-            shared_store(ctx, base, offset, values[reg])
-            continue
-        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(src_type))
-    barrier(b)
-    dst_coords = ctx.indexer.coords(b, dst_type.encoding, dst_type.shape)
-    if dst_coords_to_src is not None:
-        return [shared_load(ctx, base, flat_offset(b, dst_coords_to_src(b, c), src_type.shape), ty)
-                for c in dst_coords]
-    runs = vector_runs(dst_type, ty, list(range(len(dst_coords))))
+    b.comment(plan.describe())
+    if plan.strategy == "noop":
+        return list(values)
+    if plan.strategy == "registers":
+        return [values[r] for r in plan.register_map]
+    if plan.strategy == "shuffle":
+        return _shuffled(ctx, values, plan)
+    src = to_linear_layout(src_type.encoding, src_type.shape)
+    dst = dst_layout if dst_layout is not None else to_linear_layout(dst_type.encoding,
+                                                                    dst_type.shape)
+    return _through_shared(ctx, values, plan, src, dst)
+
+
+def _check_threads(ctx, tensor_type) -> None:
+    """A layout the kernel's threads can hold: 32 lanes and the kernel's number of warps."""
+    layout = to_linear_layout(tensor_type.encoding, tensor_type.shape)
+    lanes, warps = layout.in_dim_size("lane"), layout.in_dim_size("warp")
+    if lanes != 32:
+        raise LayoutConversionError(f"{tensor_type.encoding} has {lanes} lanes per warp, not 32")
+    if ctx.indexer.num_warps is not None and warps != ctx.indexer.num_warps:
+        raise LayoutConversionError(f"{tensor_type.encoding} spreads over {warps} warps but the "
+                                    f"kernel has {ctx.indexer.num_warps}")
+
+
+def _shuffled(ctx, values, plan) -> list:
+    """One `shfl.sync.idx` per distinct (source register, lane part) round."""
+    b = ctx.builder
+    term = ctx.indexer.thread_term(plan.lane_map)
+    moved: dict = {}
     out = []
-    for reg, coords in enumerate(dst_coords):
-        width = runs.get(reg, 1)
-        if width == 0:
-            continue
-        offset = flat_offset(b, coords, buffer_shape)
-        if width == 1:
-            out.append(shared_load(ctx, base, offset, ty))
-            continue
-        mem_ty = memory_type(ty)
-        vec = b.load(b.gep(base, [offset], source_etype=mem_ty), typ=ir.VectorType(mem_ty, width),
-                     align=width * byte_width(dst_type))
-        out += [from_memory(b, b.extract_element(vec, i32(i)), ty) for i in range(width)]
+    for reg, const in plan.rounds:
+        if (reg, const) not in moved:
+            lane = _xor_const(b, term, const)
+            moved[reg, const] = shuffle_idx(b, values[reg], lane)
+        out.append(moved[reg, const])
     return out
 
 
-def vector_runs(t: TensorType, reg_ty, registers: list) -> dict:
-    """{first register: run length, covered register: 0} for runs of `registers` (consecutive
-    indices) that every thread of `t`'s layout holds at consecutive, run-aligned positions along
-    the last dim (row-major adjacent in the exchange buffer): up to 16 bytes, a power of two.
-    Pointers and i1 stay scalar."""
-    if isinstance(reg_ty, ir.PointerType) or byte_width(t) * 8 != type_bits(reg_ty):
-        return {}
-    max_width = max(1, 16 // byte_width(t))
-    shape = tuple(t.shape)
-    try:
-        warps = layouts.num_warps_of(t.encoding)
-        threads = [layouts.thread_elements(t.encoding, shape, w, lane)
-                   for w in range(warps) for lane in range(32)]
-    except NotImplementedError:
-        return {}
-    chosen = set(registers)
-    runs: dict = {}
-    for reg in registers:
-        if reg in runs:
+def _xor_const(b, term, const: int):
+    """A thread term (value, mask) XOR a constant (an add where their bits are disjoint)."""
+    if term is None:
+        return i32(const)
+    value, mask = term
+    if not const:
+        return value
+    return b.xor(value, i32(const)) if mask & const else b.add(value, i32(const))
+
+
+def _vector_groups(registers: int, vec_bits: tuple) -> list:
+    """Register index lists, one per vector access: each register whose vector bits are 0,
+    then the registers of its vector in element order."""
+    mask = sum(1 << bit for bit in vec_bits)
+    groups = []
+    for r in range(registers):
+        if r & mask:
             continue
-        width = max_width
-        while width > 1:
-            group = list(range(reg, reg + width))
-            if all(r in chosen for r in group) and all(_contiguous(th, group) for th in threads):
-                break
-            width //= 2
-        if width > 1:
-            runs[reg] = width
-            runs.update({r: 0 for r in range(reg + 1, reg + width)})
-    return runs
+        group = []
+        for i in range(1 << len(vec_bits)):
+            group.append(r | sum(((i >> k) & 1) << bit for k, bit in enumerate(vec_bits)))
+        groups.append(group)
+    return groups
 
 
-def _contiguous(thread_coords: list, group: list) -> bool:
-    if group[-1] >= len(thread_coords):
-        return False
-    first = thread_coords[group[0]]
-    if first[-1] % len(group):
-        return False
-    return all(tuple(thread_coords[r]) == tuple(first[:-1]) + (first[-1] + i,)
-               for i, r in enumerate(group))
+def _register_offsets(ctx, offsets, registers: list) -> dict:
+    """{register: i32 element offset} of a (register, lane, warp) -> offset layout."""
+    term = ctx.indexer.thread_term(offsets)
+    return {r: _xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
+            for r in registers}
 
 
-def same_distribution(a, b, shape) -> bool:
-    """Whether two layouts put every element in the same thread and register."""
-    if a == b:
-        return True
-    try:
-        warps = layouts.num_warps_of(a)
-        if warps != layouts.num_warps_of(b):
-            return False
-        return all(layouts.thread_elements(a, shape, w, lane) ==
-                   layouts.thread_elements(b, shape, w, lane)
-                   for w in range(warps) for lane in range(32))
-    except NotImplementedError:
-        return False
+def _through_shared(ctx, values, plan, src, dst) -> list:
+    """Stores of the source's distinct registers into the swizzled scratch buffer, a barrier,
+    loads of the destination's registers; vectors where the plan found shared register bases."""
+    b = ctx.builder
+    swizzle = plan.swizzle
+    base = ctx.scratch(plan.scratch_bytes)
+    ty = values[0].type
+    barrier(b)
+    _store_registers(ctx, base, src, swizzle.offsets_of(src), swizzle.src_vec_bits,
+                     plan.elem_bytes, values)
+    barrier(b)
+    return _load_registers(ctx, base, dst, swizzle.offsets_of(dst), swizzle.dst_vec_bits,
+                           plan.elem_bytes, ty)
+
+
+def _store_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, values) -> None:
+    """Each distinct register of `layout` stored into the shared buffer at `base` (element
+    offsets by `offsets`), in vectors over `vec_bits`."""
+    keep = set(unique_registers(layout))
+    groups = [g for g in _vector_groups(len(values), vec_bits) if g[0] in keep]
+    at = _register_offsets(ctx, offsets, [g[0] for g in groups])
+    for group in groups:
+        if len(group) == 1:
+            shared_store(ctx, base, at[group[0]], values[group[0]])
+        else:
+            shared_store_vector(ctx, base, at[group[0]], [values[r] for r in group], elem_bytes)
+
+
+def _load_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, ty) -> list:
+    """Every register of `layout` loaded from the shared buffer at `base` (element offsets by
+    `offsets`): each distinct element once, in vectors over `vec_bits`."""
+    b = ctx.builder
+    keep = set(unique_registers(layout))
+    loads = [g for g in _vector_groups(layout.in_dim_size("register"), vec_bits) if g[0] in keep]
+    at = _register_offsets(ctx, offsets, [g[0] for g in loads])
+    got: dict = {}
+    for group in loads:
+        if len(group) == 1:
+            got[group[0]] = shared_load(ctx, base, at[group[0]], ty)
+            continue
+        mem_ty = memory_type(ty)
+        vec = b.load(b.gep(base, [at[group[0]]], source_etype=mem_ty),
+                     typ=ir.VectorType(mem_ty, len(group)), align=len(group) * elem_bytes)
+        for i, r in enumerate(group):
+            got[r] = from_memory(b, b.extract_element(vec, i32(i)), ty)
+    return [got[first] for first in _register_map_within(layout)]
+
+
+def _register_map_within(layout) -> list:
+    """For each register, the lowest-numbered register of the thread holding its element."""
+    first: dict = {}
+    out = []
+    for r in range(layout.in_dim_size("register")):
+        element = layout.apply_tuple(register=r)
+        out.append(first.setdefault(element, r))
+    return out
 
 
 @lowers(ttg.ConvertLayoutOp)
 def lower_convert_layout(ctx, op):
-    """`ttg.convert_layout`: free when both layouts distribute elements alike, else through
-    shared memory."""
+    """`ttg.convert_layout`: no-op, register renumbering, warp shuffles or a swizzled exchange
+    through shared memory, whichever the two linear layouts allow most cheaply."""
     src, dst = op.operands[0].type, op.results[0].type
     values = ctx.get(op.operands[0])
     if not isinstance(src, TensorType):
         ctx.set(op.results[0], values)
         return
-    if same_distribution(src.encoding, dst.encoding, src.shape):
-        ctx.set(op.results[0], list(values))
-        return
-    ctx.set(op.results[0], exchange(ctx, values, src, dst))
+    ctx.set(op.results[0], move_values(ctx, values, src, dst))
 
 
 # ---- explicit shared memory buffers --------------------------------------------------------------
+def buffer_layout(shared_layout, shape) -> "LinearLayout":
+    """Where each element of an explicit shared buffer sits, as a linear layout offset ->
+    coordinates: the shared encoding's own map for buffers that follow it (nvmma_shared, whose
+    closed form is nvmma.emit_offset, and swizzled_shared with vec > 1: `follows_order`),
+    row-major for the others (the FMA dot's staging, as `shared_offset` addresses them)."""
+    shape = tuple(shape)
+    if isinstance(shared_layout, ttg.NVMMASharedEncoding) or (
+            shared_layout is not None and follows_order(shared_layout)):
+        return to_linear_layout(shared_layout, shape)
+    rank = len(shape)
+    return identity_nd("offset", shape, list(reversed(range(rank)))).transpose_outs(
+        out_dim_names(rank))
+
+
+def _buffer_offsets(value_type, shared_layout):
+    """(register, lane, warp) -> buffer offset for a tensor of `value_type`, and the register
+    bits of one vector access (none for pointers and i1)."""
+    regs = to_linear_layout(value_type.encoding, value_type.shape)
+    offsets = offsets_layout(regs, buffer_layout(shared_layout, value_type.shape))
+    elem_bytes, vectorizable = element_facts(value_type)
+    return regs, offsets, (vector_bits(offsets, elem_bytes) if vectorizable else ()), elem_bytes
+
+
 def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
-    """Store a tensor's registers (each element once) at a shared pointer: row-major, or as
-    `shared_layout` places them when it is swizzled. Into a buffer that follows its encoding,
-    runs of registers contiguous along its inner dim go in one vector store of up to 16 bytes
-    (swizzling moves whole `vec` groups, so such a run stays contiguous)."""
-    b = ctx.builder
-    coords = ctx.indexer.coords(b, value_type.encoding, value_type.shape)
-    unique = ctx.indexer.unique_registers(value_type.encoding, value_type.shape)
-    width = _store_width(value_type, shared_layout)
-    unique_set = set(unique)
-    starts = {r for r in unique if width > 1 and r % width == 0
-              and all(r + i in unique_set for i in range(width))}
-    covered = {r + i for r in starts for i in range(width)}
-    for reg in unique:
-        if reg in covered and reg not in starts:
-            continue
-        offset = shared_offset(b, shared_layout, coords[reg], value_type.shape)
-        if reg not in starts:
-            shared_store(ctx, base, offset, values[reg])
-            continue
-        shared_store_vector(ctx, base, offset, values[reg:reg + width], byte_width(value_type))
+    """Store a tensor's registers (each element once) into a shared buffer laid out by
+    `buffer_layout` (row-major without a layout), in vectors of up to 16 bytes where the
+    register bases run along the buffer's consecutive offsets."""
+    regs, offsets, vec, elem_bytes = _buffer_offsets(value_type, shared_layout)
+    _store_registers(ctx, base, regs, offsets, vec, elem_bytes, values)
 
 
-def _store_width(value_type, shared_layout) -> int:
-    """How many consecutive registers of a blocked tensor may go in one vector store into a
-    buffer that follows `shared_layout` (1: element by element)."""
-    layout = value_type.encoding
-    if not follows_order(shared_layout) or not isinstance(layout, BlockedEncoding):
-        return 1
-    if isinstance(llvm_type(value_type), ir.PointerType) or len(value_type.shape) != 2:
-        return 1
-    inner = shared_layout.order[0]
-    if layout.order[0] != inner:
-        return 1
-    width = min(layout.size_per_thread[inner], shared_layout.vec,
-                max(1, 16 // byte_width(value_type)), value_type.shape[inner])
-    return width if width & (width - 1) == 0 else 1
+def read_buffer(ctx, base, value_type, shared_layout) -> list:
+    """The registers of a tensor of `value_type` loaded from a shared buffer laid out by
+    `buffer_layout`, in vectors where the maps allow."""
+    regs, offsets, vec, elem_bytes = _buffer_offsets(value_type, shared_layout)
+    return _load_registers(ctx, base, regs, offsets, vec, elem_bytes, llvm_type(value_type))
 
 
 def fence_for_async_proxy(ctx, shared_layout) -> None:
@@ -318,15 +351,11 @@ def lower_local_load(ctx, op):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
         return
-    if layouts.is_mma_family(t.encoding):
+    if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):
         from .lower_mma import load_mma_operand
         ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
         return
-    ty = llvm_type(t)
-    b = ctx.builder
-    ctx.set(op.results[0], [shared_load(ctx, base, shared_offset(b, buf.type.encoding, c, t.shape),
-                                       ty)
-                            for c in ctx.indexer.coords(b, t.encoding, t.shape)])
+    ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))
 
 
 @lowers(ttg.LocalDeallocOp)

@@ -20,7 +20,7 @@ from compiler.ir.types import TensorType
 
 from .indices import blocked_thread_positions
 from .llvm_helpers import (I32, barrier, byte_width, call_intrinsic, from_i32_words, i32,
-                           shuffle_xor, to_i32_words)
+                           shuffle_idx, shuffle_xor, to_i32_words)
 from .lower_convert import flat_offset, shared_load, shared_store
 from .lowering import LoweringError
 from .registry import lowers
@@ -262,12 +262,6 @@ def _shuffle_dir(b, value, delta: int, up: bool):
     return from_i32_words(b, words, value.type)
 
 
-def _shuffle_idx(b, value, lane):
-    words = [call_intrinsic(b, "llvm.nvvm.shfl.sync.idx.i32", I32, [i32(-1), w, lane, i32(31)])
-             for w in to_i32_words(b, value)]
-    return from_i32_words(b, words, value.type)
-
-
 def _select_tuple(b, cond, a: tuple, c: tuple) -> tuple:
     return tuple(b.select(cond, x, y) for x, y in zip(a, c))
 
@@ -450,7 +444,7 @@ def _lane_broadcast_last(ctx, geo, total, reverse):
     lane = ctx.indexer.lane()
     last = 0 if reverse else mask
     src = b.or_(b.and_(lane, i32(~mask & 31)), i32(last))
-    return tuple(_shuffle_idx(b, v, src) for v in total)
+    return tuple(shuffle_idx(b, v, src) for v in total)
 
 
 def _scan_warps(ctx, region, geo, vals, tile_total, warp_ax, reverse):

@@ -1,6 +1,8 @@
 """remove-layout-conversions: spread good layouts and delete the conversions they make useless."""
 from __future__ import annotations
 
+from compiler.analysis.conversion import tensor_plan
+from compiler.analysis.layout_to_linear import LayoutConversionError
 from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
@@ -55,6 +57,16 @@ class _Cost:
     def convert(self, value_type) -> float:
         """What converting a value of this type through shared memory costs."""
         return self.per_thread(value_type) * CONVERT_WEIGHT
+
+    def planned_convert(self, value_type, source_encoding) -> float:
+        """What a conversion from `source_encoding` into `value_type` costs by the plan the
+        lowering will use (compiler.analysis.conversion): nothing for a no-op or a register
+        renumbering, one unit per shuffle, `convert` through shared memory."""
+        try:
+            plan = tensor_plan(value_type.with_encoding(source_encoding), value_type)
+        except (LayoutConversionError, ValueError):
+            return self.convert(value_type)
+        return self.convert(value_type) if plan.strategy == "shared" else plan.cost
 
 
 @register_pass
@@ -276,7 +288,8 @@ class RemoveLayoutConversions(Pass):
             if kind == "reconvert":
                 # a conversion that dies with the plan is replaced by the new one, not added
                 if op.operands[0].type.encoding != enc and op not in dying:
-                    cost += self.cost.convert(value.type)
+                    cost += self.cost.planned_convert(value.type.with_encoding(enc),
+                                                      op.operands[0].type.encoding)
                 continue
             if kind in ("leaf", "through"):
                 continue

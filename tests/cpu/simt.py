@@ -241,6 +241,8 @@ class CTA:
 
     # ---- instructions ---------------------------------------------------------------------
     def _execute(self, instr, active):
+        if isinstance(instr, ir.Comment):
+            return None
         if isinstance(instr, ir.CallInstr):
             return self._call(instr, active)
         if isinstance(instr, ir.CompareInstr):
@@ -546,6 +548,8 @@ class CTA:
                 self._atom(op, rest, ref, outs, pred)
             elif op.startswith("cp.async."):
                 self._cp_async(op, rest, ref, pred)
+            elif op.startswith("fence."):
+                pass             # memory fences order nothing in lockstep
             else:
                 raise Unsupported(f"inline PTX {op}")
         if n_out == 0:

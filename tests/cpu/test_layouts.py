@@ -81,8 +81,10 @@ def test_dot_operand_layouts_hold_full_k():
     a_regs = layouts.thread_elements(a, (16, 8), 0, 0)
     assert a_regs == [(0, k) for k in range(8)]
     b_regs = layouts.thread_elements(b, (8, 32), 0, 9)
-    assert b_regs[:8] == [(k, 4) for k in range(8)]
-    assert len(b_regs) == 4 * 8        # 4 columns x K
+    # registers in the linear layout's order (the parent's order, dim 1 first): the thread's
+    # 4 columns, then K
+    assert b_regs[:4] == [(0, 4 + c) for c in range(4)]
+    assert sorted(b_regs) == sorted((k, 4 + c) for k in range(8) for c in range(4))
 
 
 @pytest.mark.parametrize("shape", [(8, 8), (16, 32), (64, 128)])

@@ -143,12 +143,14 @@ def _round_trip_kernel(mma: str, m: int, n: int, element: str) -> str:
 
 @pytest.mark.parametrize("element,dtype", [("f32", np.float32), ("f16", np.float16)])
 def test_epilogue_exchange_pads_rows_and_keeps_values(element, dtype):
-    """The conversion out of a wgmma accumulator goes through a buffer whose rows are 16 bytes
-    longer (no 8-way bank conflicts on the accumulator's 8-row stores); values are unchanged."""
-    from compiler.analysis.shared_memory import exchange_row_padding
+    """The conversion out of a wgmma accumulator goes through a buffer whose swizzle (computed
+    from both layouts, compiler.analysis.conversion) keeps the accumulator's 8-row stores and the
+    loads free of bank conflicts; values are unchanged."""
+    from compiler.analysis.bank_conflicts import conversion_conflicts
+    from compiler.analysis.conversion import tensor_plan
+    from compiler.analysis.layout_to_linear import to_linear_layout
     from compiler.codegen.lowering import LoweringOptions, lower_module
     from compiler.ir import parse_module
-    from compiler.ir.types import FloatType, TensorType
     from tests.cpu.simt import run_kernel
     mma = ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], "
            "instrShape = [16, 64, 16]}>")
@@ -156,8 +158,13 @@ def test_epilogue_exchange_pads_rows_and_keeps_values(element, dtype):
     module = parse_module(_round_trip_kernel(mma, m, n, element))
     v3 = next(op for op in module.walk() if op.name == "ttg.convert_layout" and
               "nvidia_mma" in str(op.operands[0].type))
-    assert exchange_row_padding(v3.operands[0].type) == 16 // np.dtype(dtype).itemsize
-    assert exchange_row_padding(TensorType((m, n), FloatType(element), None)) == 0
+    src, dst = v3.operands[0].type, v3.results[0].type
+    plan = tensor_plan(src, dst)
+    assert plan.strategy == "shared"
+    counts = conversion_conflicts(to_linear_layout(src.encoding, src.shape),
+                                  to_linear_layout(dst.encoding, dst.shape), plan.swizzle,
+                                  plan.elem_bytes)
+    assert sum(counts["store"]) == 0 and sum(counts["load"]) == 0
     kernel = lower_module(module, LoweringOptions(optimize=False))
     x = np.random.default_rng(3).standard_normal((m, n)).astype(dtype)
     memory = run_kernel(kernel, (1,), [x, np.zeros_like(x)])
