@@ -10,7 +10,6 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,8 +104,6 @@ def test_passes_import_neither_the_driver_nor_the_frontend():
     assert violations("compiler/passes", ("compiler.compiler", "compiler.frontend")) == []
 
 
-@pytest.mark.xfail(strict=False, reason="codegen -> driver is being removed by the driver "
-                                        "helper (issue 8 item 3)")
 def test_codegen_imports_neither_the_driver_nor_the_frontend():
     assert violations("compiler/codegen", ("compiler.compiler", "compiler.frontend")) == []
 
