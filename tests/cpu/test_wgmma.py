@@ -243,3 +243,30 @@ def test_default_dot_input_precision_option():
                                {"default_dot_input_precision": option})
         dot = next(op for op in module.walk() if op.name == "tt.dot")
         assert dot.input_precision == expected
+
+
+@needs_ptxas
+def test_f16_accumulator_waits_before_splitting_its_words():
+    """An f16 accumulator (ACC_F16: out_dtype=tl.float16) runs on wgmma with f16x2 words; the
+    dot waits for its own group before the words are split into halves (reading them earlier
+    read registers the tensor core was still writing)."""
+    compiled = _bench_matmul_f16_acc((128, 128, 64), 4)
+    ptx = compiled.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16" in ptx
+    assert compiled.trace.cubin_info["spill_stores"] == 0
+    body = ptx[ptx.index("wgmma.mma_async"):]
+    first_wait = body.index("wgmma.wait_group.sync.aligned 0")
+    assert "mov.b32 \t{" not in body[:first_wait] and "mov.b32 {" not in body[:first_wait]
+
+
+def _bench_matmul_f16_acc(block: tuple, warps: int):
+    from bench.bench_wgmma import load
+    from compiler.compiler import compile as compile_source
+    from compiler.runtime.specialization import ASTSource
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
+    bm, bn, bk = block
+    const = dict(sak=1, sbn=1, scn=1, BM=bm, BN=bn, BK=bk, GROUP_M=8, PRECISION="tf32",
+                 ACC_F16=True, IMPRECISE=None)
+    src = ASTSource(load(True).matmul_kernel, sig, const, {"divisibility_16": list(sig)})
+    return compile_source(src, options={"num_warps": warps, "arch": 90})
