@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.analysis import layouts
 from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, HistogramOp,
                                   PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
@@ -44,8 +45,25 @@ def _numel(shape) -> int:
     return n
 
 
-def _same_distribution(src, dst) -> bool:
-    return src.encoding == dst.encoding
+def same_distribution(a, b, shape) -> bool:
+    """Whether two layouts put every element in the same thread and register."""
+    if a == b:
+        return True
+    try:
+        warps = layouts.num_warps_of(a)
+        if warps != layouts.num_warps_of(b):
+            return False
+        return all(layouts.thread_elements(a, shape, w, lane) ==
+                   layouts.thread_elements(b, shape, w, lane)
+                   for w in range(warps) for lane in range(32))
+    except NotImplementedError:
+        return False
+
+
+def _same_distribution(src: TensorType, dst: TensorType) -> bool:
+    """Whether a conversion between these types moves nothing (no scratch: attention's
+    wgmma accumulator -> register-A operand, say)."""
+    return same_distribution(src.encoding, dst.encoding, src.shape)
 
 
 def exchange_row_padding(src: TensorType) -> int:

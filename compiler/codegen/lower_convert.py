@@ -15,7 +15,7 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
-from compiler.analysis.shared_memory import exchange_row_padding
+from compiler.analysis.shared_memory import exchange_row_padding, same_distribution
 
 from .llvm_helpers import (I64, barrier, byte_width, from_memory, i32, inline_ptx, llvm_type,
                            memory_type, to_memory, type_bits)
@@ -203,21 +203,6 @@ def _contiguous(thread_coords: list, group: list) -> bool:
         return False
     return all(tuple(thread_coords[r]) == tuple(first[:-1]) + (first[-1] + i,)
                for i, r in enumerate(group))
-
-
-def same_distribution(a, b, shape) -> bool:
-    """Whether two layouts put every element in the same thread and register."""
-    if a == b:
-        return True
-    try:
-        warps = layouts.num_warps_of(a)
-        if warps != layouts.num_warps_of(b):
-            return False
-        return all(layouts.thread_elements(a, shape, w, lane) ==
-                   layouts.thread_elements(b, shape, w, lane)
-                   for w in range(warps) for lane in range(32))
-    except NotImplementedError:
-        return False
 
 
 @lowers(ttg.ConvertLayoutOp)

@@ -7,8 +7,10 @@ from compiler.analysis import layouts
 from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.ir.types import TensorType
 
+from compiler.analysis.shared_memory import same_distribution
+
 from .llvm_helpers import i32
-from .lower_convert import exchange, row_major_strides, same_distribution
+from .lower_convert import exchange, row_major_strides
 from .lowering import LoweringError
 from .registry import lowers
 

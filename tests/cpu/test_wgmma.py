@@ -165,7 +165,7 @@ def test_epilogue_exchange_pads_rows_and_keeps_values(element, dtype):
 
 
 def _bench_matmul(element: str, out: str, block: tuple, warps: int, precision="tf32",
-                  imprecise=None, stop_after="ttgir"):
+                  imprecise=None, stop_after="ttgir", acc_f16=False):
     """The bench's matmul kernel (bench/bench_wgmma.py) for sm_90, strides of 1 specialized."""
     from bench.bench_wgmma import load
     from compiler.compiler import compile as compile_source
@@ -174,7 +174,7 @@ def _bench_matmul(element: str, out: str, block: tuple, warps: int, precision="t
            "N": "i32", "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
     bm, bn, bk = block
     const = dict(sak=1, sbn=1, scn=1, BM=bm, BN=bn, BK=bk, GROUP_M=8, PRECISION=precision,
-                 ACC_F16=False, IMPRECISE=imprecise)
+                 ACC_F16=acc_f16, IMPRECISE=imprecise)
     src = ASTSource(load(True).matmul_kernel, sig, const,
                     {"divisibility_16": list(sig)})
     return compile_source(src, options={"num_warps": warps, "arch": 90}, stop_after=stop_after)
@@ -247,10 +247,10 @@ def test_default_dot_input_precision_option():
 
 @needs_ptxas
 def test_f16_accumulator_waits_before_splitting_its_words():
-    """An f16 accumulator (ACC_F16: out_dtype=tl.float16) runs on wgmma with f16x2 words; the
-    dot waits for its own group before the words are split into halves (reading them earlier
-    read registers the tensor core was still writing)."""
-    compiled = _bench_matmul_f16_acc((128, 128, 64), 4)
+    """An f16 accumulator (the bench kernel with ACC_F16) runs on wgmma in f16x2 words; the dot
+    waits for its own group before the words are split into halves (reading them earlier read
+    registers the tensor core was still writing)."""
+    compiled = _bench_matmul("fp16", "fp16", (128, 128, 64), 4, acc_f16=True, stop_after=None)
     ptx = compiled.asm["ptx"]
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16" in ptx
     assert compiled.trace.cubin_info["spill_stores"] == 0
@@ -259,14 +259,21 @@ def test_f16_accumulator_waits_before_splitting_its_words():
     assert "mov.b32 \t{" not in body[:first_wait] and "mov.b32 {" not in body[:first_wait]
 
 
-def _bench_matmul_f16_acc(block: tuple, warps: int):
+@needs_ptxas
+def test_persistent_matmul_compiles_to_pipelined_wgmma():
+    """The persistent matmul of bench/bench_wgmma.py (a `tl.range(..., flatten=True)` loop over
+    tiles around a `tl.range(..., num_stages=3)` K loop): wgmma with one group in flight in the
+    K loop, no spills. (`flatten` is accepted and ignored.)"""
     from bench.bench_wgmma import load
     from compiler.compiler import compile as compile_source
     from compiler.runtime.specialization import ASTSource
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
            "K": "i32", "sam": "i32", "sbk": "i32", "scm": "i32"}
-    bm, bn, bk = block
-    const = dict(sak=1, sbn=1, scn=1, BM=bm, BN=bn, BK=bk, GROUP_M=8, PRECISION="tf32",
-                 ACC_F16=True, IMPRECISE=None)
-    src = ASTSource(load(True).matmul_kernel, sig, const, {"divisibility_16": list(sig)})
-    return compile_source(src, options={"num_warps": warps, "arch": 90})
+    const = dict(sak=1, sbn=1, scn=1, BM=128, BN=256, BK=64, GROUP_M=8, NUM_SMS=132, STAGES=3)
+    compiled = compile_source(ASTSource(load(True).persistent_kernel, sig, const,
+                                        {"divisibility_16": list(sig)}),
+                              options={"num_warps": 8, "arch": 90})
+    ptx = compiled.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    assert "wgmma.wait_group.sync.aligned 1" in ptx and "cp.async.cg.shared.global" in ptx
+    assert compiled.trace.cubin_info["spill_stores"] == 0
