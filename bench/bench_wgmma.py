@@ -68,6 +68,39 @@ def chained_kernel(a_ptr, b_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr,
     p = tl.exp(tl.dot(a, b) * 0.125).to(tl.float16)
     v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
     tl.store(o_ptr + rm[:, None] * D + rd[None, :], tl.dot(p, v))
+
+@triton.jit
+def persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, STAGES: tl.constexpr):
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    num_in_group = GROUP_M * num_pid_n
+    offs_k = tl.arange(0, BK)
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        group_id = tile_id // num_in_group
+        first_m = group_id * GROUP_M
+        gsz = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile_id % gsz)
+        pid_n = (tile_id % num_in_group) // gsz
+        offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+        offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in tl.range(0, k_tiles, num_stages=STAGES):
+            kk = ki * BK + offs_k
+            a = tl.load(a_ptr + offs_am[:, None] * sam + kk[None, :] * sak,
+                        mask=kk[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + kk[:, None] * sbk + offs_bn[None, :] * sbn,
+                        mask=kk[:, None] < K, other=0.0)
+            acc = tl.dot(a, b, acc)
+        offs_cm = pid_m * BM + tl.arange(0, BM)
+        offs_cn = pid_n * BN + tl.arange(0, BN)
+        c_ptrs = c_ptr + scm * offs_cm[:, None] + scn * offs_cn[None, :]
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+                 mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 '''
 
 
@@ -90,11 +123,23 @@ def launch(module, a, b, c, config, precision="tf32", acc_f16=False, imprecise=N
     M, K = a.shape
     N = b.shape[1]
     grid = (((M + bm - 1) // bm) * ((N + bn - 1) // bn),)
-    module.matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+    return module.matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                b.stride(1), c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk,
                                GROUP_M=8, PRECISION=precision, ACC_F16=acc_f16,
                                IMPRECISE=imprecise,
                                num_warps=warps, num_stages=stages)
+
+
+def launch_persistent(module, a, b, c, config, num_sms):
+    """The persistent matmul on `num_sms` programs (at most one per tile)."""
+    bm, bn, bk, warps, stages = config
+    M, K = a.shape
+    N = b.shape[1]
+    tiles = ((M + bm - 1) // bm) * ((N + bn - 1) // bn)
+    grid = (min(num_sms, tiles),)
+    module.persistent_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                   b.stride(1), c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk,
+                                   GROUP_M=8, NUM_SMS=grid[0], STAGES=stages, num_warps=warps)
 
 
 def check(torch, ours, rows):
@@ -151,6 +196,23 @@ def check(torch, ours, rows):
         except Exception:  # noqa: BLE001 - the report says what broke
             rows.append({"case": name, "ok": False, "error": traceback.format_exc()[-1500:]})
         print(rows[-1], flush=True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for (M, N, K) in [(1000, 1000, 1000), (77, 300, 61), (4096, 4096, 4096)]:
+        for config in (big, small):
+            name = f"persistent fp16 {M}x{N}x{K} {'x'.join(map(str, config[:3]))} {config[3]}w"
+            try:
+                torch.manual_seed(2)
+                a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+                b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+                c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+                launch_persistent(ours, a, b, c, config, sms)
+                torch.cuda.synchronize()
+                err = (c.double() - a.double() @ b.double()).abs().max().item()
+                rows.append({"case": name, "ok": err <= 2e-2 * K ** 0.5 + 1e-2,
+                             "max_abs_err": err})
+            except Exception:  # noqa: BLE001
+                rows.append({"case": name, "ok": False, "error": traceback.format_exc()[-1500:]})
+            print(rows[-1], flush=True)
     for n, d in ((64, 64), (128, 64), (64, 128)):
         name = f"chained dots (register A) 128x{n}x{d} fp16"
         try:
@@ -177,6 +239,7 @@ def timing(torch, triton, ours, theirs, rows):
     cases += [(torch.float16, (128, 256, 64, 8, 3), 8192, False),
               (torch.float32, (128, 128, 32, 4, 3), 4096, False),
               (torch.float8_e4m3fn, (128, 256, 128, 8, 3), 4096, False)]
+    cases += [(torch.float16, (128, 128, 64, 4, 3), 4096, True)]
     for dtype, config, size, acc16 in cases:
         fp8 = dtype.itemsize == 1
         a = torch.randn(size, size, device="cuda", dtype=torch.float16).to(dtype)
@@ -216,20 +279,64 @@ def timing(torch, triton, ours, theirs, rows):
         print(row, flush=True)
 
 
+def timing_persistent(torch, triton, ours, theirs, rows):
+    """The persistent matmul (one program per SM) against Triton compiling the same source."""
+    do_bench = triton.testing.do_bench
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for size, config in ((4096, (128, 256, 64, 8, 3)), (4096, (128, 128, 64, 4, 3)),
+                         (8192, (128, 256, 64, 8, 3))):
+        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+        flop = 2 * size ** 3 / 1e12
+        row = {"case": f"persistent fp16 {size}^3 {'x'.join(map(str, config[:3]))} "
+                       f"{config[3]}w {config[4]}s"}
+        for who, module in (("ours", ours), ("triton", theirs)):
+            try:
+                t = do_bench(lambda: launch_persistent(module, a, b, c, config, sms),
+                             warmup=50, rep=300, return_mode="median")
+                row[who] = flop / (t * 1e-3)
+            except Exception:  # noqa: BLE001
+                row[f"{who}_error"] = traceback.format_exc()[-800:]
+                row[who] = float("nan")
+        t = do_bench(lambda: torch.matmul(a, b), warmup=50, rep=300, return_mode="median")
+        row["torch"] = flop / (t * 1e-3)
+        row["ours/triton"] = row["ours"] / row["triton"]
+        row["ours/torch"] = row["ours"] / row["torch"]
+        rows.append(row)
+        print(row, flush=True)
+
+
+def dump_triton_ptx(torch, theirs, folder: Path) -> None:
+    """Triton's PTX for the timed fp16/bf16 configs, to compare with ours (`tile-explore`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for dtype in (torch.float16, torch.bfloat16):
+        for config in ((128, 256, 64, 8, 3), (128, 128, 64, 4, 3)):
+            a = torch.randn(512, 512, device="cuda", dtype=dtype)
+            c = torch.empty(512, 512, device="cuda", dtype=dtype)
+            compiled = launch(theirs, a, a, c, config)
+            name = f"triton_{str(dtype).split('.')[-1]}_{'x'.join(map(str, config))}.ptx"
+            (folder / name).write_text(compiled.asm["ptx"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=".")
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--dump-ptx", default=None, help="folder for Triton's PTX")
     args = parser.parse_args()
     import torch
     import triton
     ours, theirs = load(True), load(False)
     result = {"correctness": [], "timing": []}
     out = Path(args.out)
+    if args.dump_ptx:
+        dump_triton_ptx(torch, theirs, Path(args.dump_ptx))
     try:
         check(torch, ours, result["correctness"])
         if not args.skip_timing:
             timing(torch, triton, ours, theirs, result["timing"])
+            timing_persistent(torch, triton, ours, theirs, result["timing"])
     finally:
         (out / "results.json").write_text(json.dumps(result, indent=1))
     lines = ["| case | ours TFLOP/s | Triton 3.6 | torch | ours/Triton | ours/torch |",

@@ -183,6 +183,7 @@ def lower_warp_group_dot(ctx, op):
     runs = [range(steps)] if flush is None else [range(s, min(s + flush, steps))
                                                 for s in range(0, steps, flush)]
     rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
+    packed = []                     # f16 accumulators: (registers, f16x2 words) per repetition
     for rm in range(m // rows_per_rep):
         for rn in range(n // cols_per_rep):
             regs = fragment_registers(mma, ct.shape, (16, instr_n), (rm * rows_per_rep,
@@ -213,11 +214,30 @@ def lower_warp_group_dot(ctx, op):
                     total = [b.fadd(t, w) for t, w in zip(total, words)]
             words = total if flush is not None else words
             if acc_is_f16:
-                words = unpack_words(b, words, llvm_type(ct), 2)
+                packed.append((regs, words))
+                continue
             for r, value in zip(regs, words):
                 acc[r] = value
     inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
+    if acc_is_f16:
+        _unpack_f16_accumulator(b, packed, acc, llvm_type(ct))
     ctx.set(op.results[0], acc)
+
+
+def _unpack_f16_accumulator(builder, packed: list, acc: list, half) -> None:
+    """An f16 accumulator lives in wgmma's registers as f16x2 words: splitting a word into its
+    halves reads it, and a read before `wgmma.wait_group` sees a register the tensor core is
+    still writing (the wrong results of the first f16-accumulation runs). So these dots wait
+    for their own group (`wait_group 0`, the words passed through it) before splitting; the
+    later `warp_group_dot_wait` then finds nothing pending."""
+    flat = [w for _, words in packed for w in words]
+    done = wait_group(builder, flat, 0)
+    at = 0
+    for regs, words in packed:
+        halves = unpack_words(builder, done[at:at + len(words)], half, 2 * len(words))
+        at += len(words)
+        for r, value in zip(regs, halves):
+            acc[r] = value
 
 
 @lowers(ttng.WarpGroupDotWaitOp)

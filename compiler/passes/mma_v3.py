@@ -19,22 +19,22 @@ from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandE
 from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir.attributes import BoolAttr, IntegerAttr, StringAttr
 from compiler.ir.core import Operation, Value
-from compiler.ir.traits import MemoryRead
+from compiler.ir.traits import LoopLike, MemoryRead
 from compiler.dialects.ttg import MemDescType
 from compiler.ir.types import TensorType, i32
 
 from compiler.dialects.arith import BINARY_OPS, CAST_OPS
 
 from .base import PassContext
-from .ir_utils import insert_new, make_constant
+from .ir_utils import defined_outside, insert_new, make_constant
 from .ttgir_rewrite import insert_convert, insert_convert_after
 
 #: wgmma's operand kinds: the PTX type name and the instruction's K
 WGMMA_KINDS = {"f16": ("f16", 16), "bf16": ("bf16", 16), "f32": ("tf32", 8),
                "f8E4M3FN": ("e4m3", 32), "f8E5M2": ("e5m2", 32)}
-#: accumulator element types wgmma writes, per operand kind
-#: (f16 accumulation is not enabled: on the H200 it gave wrong results, see bench/RESULTS.md)
-WGMMA_ACCUMULATORS = {"f16": ("f32",), "bf16": ("f32",), "tf32": ("f32",),
+#: accumulator element types wgmma writes, per operand kind (an f16 accumulator: f16 operands
+#: only, as PTX allows; its dots wait for themselves, see lower_wgmma)
+WGMMA_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",),
                       "e4m3": ("f32",), "e5m2": ("f32",)}
 WARP_GROUP = 4
 INSTR_M = 16                 # rows per warp of one wgmma (64 per warp group)
@@ -141,6 +141,10 @@ def _shared_operand(value: Value, op_idx: int, kind: str, before: Operation) -> 
     enc = NVMMASharedEncoding(swizzle_bytes(row_bytes), transposed, bits)
     alloc = LocalAllocOp([value], [MemDescType(t.shape, t.element, enc, mutable=False)], {},
                          None, before.loc)
+    # an operand that does not change in the loop (attention's q) is stored once, before it
+    while before.parent_op is not None and before.parent_op.has_trait(LoopLike) and \
+            defined_outside(value, before.parent_op):
+        before = before.parent_op
     before.parent.insert_before(before, alloc)
     return alloc.results[0]
 

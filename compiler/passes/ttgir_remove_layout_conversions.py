@@ -7,6 +7,7 @@ from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
 from compiler.dialects.scf import ForOp, IfOp
+from compiler.dialects.ttng import WarpGroupDotWaitOp
 from compiler.dialects.tt import (BroadcastOp, ExpandDimsOp, LoadOp, ReduceOp, ScanOp, StoreOp,
                                   TransOp)
 from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, NvidiaMmaEncoding,
@@ -34,6 +35,13 @@ INFINITE = float("inf")
 def _is_distributed_target(encoding) -> bool:
     """Layouts that values may be moved into freely (not dot operands or tensor-core results)."""
     return isinstance(encoding, (BlockedEncoding, SliceEncoding))
+
+
+def _is_rebuild_target(encoding) -> bool:
+    """Layouts a producer chain may be rebuilt in: the distributed ones and a tensor-core
+    accumulator layout (a mask or scale computed next to attention's q.k^T, say; Triton
+    rematerializes into #mma too). Dot-operand layouts are left to their conversions."""
+    return _is_distributed_target(encoding) or isinstance(encoding, NvidiaMmaEncoding)
 
 
 def _spread(encoding) -> int:
@@ -124,6 +132,12 @@ class RemoveLayoutConversions(Pass):
         # a tensor-core accumulator carried out of a loop is an anchor too (its epilogue, e.g.
         # the downcast before the store, then runs in the mma layout, as in Triton)
         work += [(r, r.type.encoding) for op in func.walk() if isinstance(op, (ForOp, IfOp))
+                 for r in op.results
+                 if isinstance(r.type, TensorType) and isinstance(r.type.encoding,
+                                                                  NvidiaMmaEncoding)]
+        # so is the result of a warp-group dot's wait (the wait passes the dot's accumulator
+        # through unchanged): the softmax of attention then runs in the mma layout
+        work += [(r, r.type.encoding) for op in func.walk() if isinstance(op, WarpGroupDotWaitOp)
                  for r in op.results
                  if isinstance(r.type, TensorType) and isinstance(r.type.encoding,
                                                                   NvidiaMmaEncoding)]
@@ -230,8 +244,8 @@ class RemoveLayoutConversions(Pass):
             return False
         if op.has_trait(LayoutLeaf):
             return is_layout_leaf(op) and plan.add(value, enc, "leaf")
-        if not _is_distributed_target(enc):
-            return False        # only free producers are rebuilt in dot-operand/mma layouts
+        if not _is_rebuild_target(enc):
+            return False        # only free producers are rebuilt in dot-operand layouts
         if isinstance(op, ConvertLayoutOp):
             mark = plan.checkpoint()
             if self._plan(op.operands[0], enc, plan, made):
@@ -248,7 +262,7 @@ class RemoveLayoutConversions(Pass):
                                                          ScanOp))):
             return False
         needs = operand_encoding(op, enc)
-        if needs is None or not _is_distributed_target(needs):
+        if needs is None or not _is_rebuild_target(needs):
             return False
         for v in op.operands:
             if isinstance(v.type, TensorType) and not self._plan(v, needs, plan, made):

@@ -38,3 +38,28 @@ def test_attention_forward_on_the_simt_evaluator(n_ctx, head_dim, causal, block_
     out, = run_on_simt(compiled, (-(-n_ctx // block_m), 1), runtime, [o])
     np.testing.assert_allclose(out.astype(np.float32), reference(q, k, v, causal, scale),
                                atol=3e-3, rtol=1e-2)
+
+
+@needs_ptxas
+def test_attention_on_sm90_keeps_the_softmax_in_the_wgmma_layout():
+    """On sm_90 (wgmma) the online softmax runs in the #mma accumulator layout (the only
+    conversion left in the loop is p's, into the register-A operand, which moves nothing), q is
+    stored to shared memory once before the loop, nothing spills, and D=128 with 128x128 blocks
+    and 3 stages fits the H200's 227 KB (it needed 258 KB while p's conversion had scratch)."""
+    import re
+    shape = (4, 32, 4096, 128)
+    q = np.zeros(shape, np.float16)
+    strides = list(_strides(shape)) * 4
+    compiled, _ = compile_jit(attention_kernel, [q, q, q, q, 0.125, *strides, 32, 4096],
+                              {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 128, "CAUSAL": False},
+                              {"num_warps": 8, "num_stages": 3}, None, stop_after=None,
+                              target={"arch": 90})
+    ttgir = compiled.asm["ttgir"]
+    loop = ttgir[ttgir.index("scf.for"):ttgir.index("scf.yield")]
+    converts = re.findall(r"ttg\.convert_layout .*-> (tensor<[^>]*>)", loop)
+    assert len(converts) == 1 and "#dot_op" in converts[0], converts
+    assert "ttg.local_alloc %q" in ttgir[:ttgir.index("scf.for")]
+    assert "warp_group_dot_wait" in loop
+    shared = int(re.search(r"ttg\.shared = (\d+)", ttgir).group(1))
+    assert shared <= 232448, shared
+    assert compiled.trace.cubin_info["spill_stores"] == 0, compiled.trace.cubin_info["report"]
