@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import types
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +50,8 @@ def tiny(out, BLOCK: tl.constexpr):
 #: (label, backend, hook, API kinds or None for the default) of each profiled case.
 CASES = [("cupti", "cupti", None, None), ("cupti, hook=triton", "cupti", "triton", None),
          ("cuda_events", "cuda_events", None, None)]
+#: Calls into the stand-in CUPTI and event driver (`--fake`), by name.
+CALLS: Counter = Counter()
 #: The other API kind choices `--kinds` measures.
 KIND_CHOICES = [("DRIVER",), ("RUNTIME",), ()]
 
@@ -93,7 +96,7 @@ def _kernel_counts(node, inside=False, found=None) -> dict:
 def profiled(kernel, out, folder: Path, label: str, backend: str, hook, kinds, count: int,
              repeats: int, sync, torch_kernel=None) -> dict:
     """One profiled case: its time per launch and where its kernels landed."""
-    default = cupti_timer.API_KINDS
+    default = getattr(cupti_timer, "API_KINDS", None)     # (None: a tree before the setting)
     if kinds is not None:
         cupti_timer.API_KINDS = kinds
     if hook == "triton":                # a per-launch name and metric: one id per launch
@@ -102,7 +105,9 @@ def profiled(kernel, out, folder: Path, label: str, backend: str, hook, kinds, c
         session = proton.start(str(folder / label.replace(" ", "_").replace(",", "")),
                                backend=backend, hook=hook)
         with proton.scope("loop"):
+            CALLS.clear()
             us = loop_us(kernel, out, count, repeats, sync)
+            calls = {name: n / (count * repeats) for name, n in sorted(CALLS.items())}
             if torch_kernel is not None:
                 torch_kernel()
         [path] = proton.finalize(session)
@@ -113,12 +118,13 @@ def profiled(kernel, out, folder: Path, label: str, backend: str, hook, kinds, c
     counts = _kernel_counts(root)
     ours = {n: c for n, c in counts.items() if n.startswith("tiny")}
     return {"us_per_launch": us, "api_kinds": list(kinds if kinds is not None else default)
-            if backend == "cupti" else None,
+            if backend == "cupti" and default is not None else None,
             "ours_under_scope": sum(c[0] for c in ours.values()),
             "ours_elsewhere": sum(c[1] for c in ours.values()),
             "ours_names": sorted(ours),
             "others_under_scope": sum(c[0] for n, c in counts.items() if n not in ours),
-            "untagged": root["metadata"]["timing"].get("untagged_kernels", 0)}
+            "untagged": root["metadata"]["timing"].get("untagged_kernels", 0),
+            "stand_in_calls_per_launch": calls}
 
 
 def run_cases(kernel, out, count: int, repeats: int, sync, kinds: bool,
@@ -158,8 +164,12 @@ class _StandInCupti:
     def activity_register_callbacks(self, requested, completed): ...
     def activity_enable(self, kind): ...
     def activity_disable(self, kind): ...
-    def activity_push_external_correlation_id(self, kind, external_id): ...
-    def activity_pop_external_correlation_id(self, kind): ...
+    def activity_push_external_correlation_id(self, kind, external_id):
+        CALLS["cuptiActivityPushExternalCorrelationId"] += 1
+
+    def activity_pop_external_correlation_id(self, kind):
+        CALLS["cuptiActivityPopExternalCorrelationId"] += 1
+
     def activity_flush_all(self, flag): ...
     def get_timestamp(self): return 0
 
@@ -169,11 +179,24 @@ class _StandInEvents:
 
     CUevent_flags = types.SimpleNamespace(CU_EVENT_DEFAULT=0)
 
-    def cuEventCreate(self, flags): return 0, object()
-    def cuEventRecord(self, event, stream): return (0,)
-    def cuEventSynchronize(self, event): return (0,)
-    def cuEventElapsedTime(self, start, end): return 0, 0.001
-    def cuEventDestroy(self, event): return (0,)
+    def cuEventCreate(self, flags):
+        CALLS["cuEventCreate"] += 1
+        return 0, object()
+
+    def cuEventRecord(self, event, stream):
+        CALLS["cuEventRecord"] += 1
+        return (0,)
+
+    def cuEventSynchronize(self, event):
+        CALLS["cuEventSynchronize"] += 1
+        return (0,)
+
+    def cuEventElapsedTime(self, start, end):
+        CALLS["cuEventElapsedTime"] += 1
+        return 0, 0.001
+
+    def cuEventDestroy(self, event):
+        return (0,)
 
 
 def fake(count: int, repeats: int) -> dict:
@@ -207,6 +230,7 @@ def fake(count: int, repeats: int) -> dict:
                (driver, "device_name", lambda device=0: "stand-in"),
                (driver, "device_attribute", lambda name, device=0: 1),
                (driver, "bindings", lambda: _StandInEvents()),
+               (driver, "context", lambda device=0: None),
                (compile_driver, "compile",
                 lambda src, options=None, pipelines=None: StandInCompiled(src))]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
@@ -274,6 +298,10 @@ def main() -> int:
             line += (f"  {result['ratio']:.2f}x   ours under scope {result['ours_under_scope']}"
                      f", elsewhere {result['ours_elsewhere']}, others under scope "
                      f"{result['others_under_scope']}, untagged {result['untagged']}")
+            calls = result.get("stand_in_calls_per_launch")
+            if calls:
+                line += "\n      per launch: " + ", ".join(f"{n} {v:.2f}" for n, v in
+                                                        calls.items())
         print(line)
     if args.json:
         args.json.write_text(json.dumps({"device": device, "count": args.count,

@@ -63,7 +63,7 @@ class CuptiTimer:
         self._lock = threading.Lock()
         self._kernels = []        # (correlation id, name, start, end) on CUPTI's clock
         self._external = {}       # correlation id -> external id
-        self._site_ids = {}       # Site -> external id
+        self._site_ids = {}       # what a Site says -> external id
         self._sites = {}          # external id -> Site
         self._tagged = False
         self._names = {}          # loaded function name -> (node name, attributes)
@@ -111,9 +111,12 @@ class CuptiTimer:
             self._external.update(external)
 
     def _id_of(self, site) -> int:
-        known = self._site_ids.get(site)
+        """The external id of `site`, one per distinct site (sites made per launch, with the
+        triton hook, share the id of an equal one: the tables stay as small as the tree)."""
+        key = (site.placements, site.leaf, site.metrics, site.attributes)
+        known = self._site_ids.get(key)
         if known is None:
-            known = self._site_ids[site] = len(self._site_ids) + 1
+            known = self._site_ids[key] = len(self._site_ids) + 1
             self._sites[known] = site
         return known
 

@@ -20,9 +20,9 @@ BACKENDS = (None, "cupti", "cuda_events")
 #: Launches the event timer keeps pending before it reads their times (then it waits for the
 #: newest and reads them all: one wait per this many launches, never one per launch).
 MAX_PENDING = 1 << 16
-#: Event pairs the event timer makes when it starts (outside any timed loop: about 30 ms on
-#: an H200's host); it doubles the pool when more launches are pending.
-POOL_START = 1 << 14
+#: Event pairs the event timer makes when it starts (outside any loop it times); it doubles
+#: the pool when more launches than that are pending.
+POOL_START = 1 << 15
 
 
 class TimerUnavailable(RuntimeError):
