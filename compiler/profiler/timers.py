@@ -1,7 +1,8 @@
 """How GPU kernels are timed: CUPTI's activity API, or CUDA events as the fallback.
 
 A timer makes for each site a plan, `(begin(stream) -> token, end(token))`, that the launch
-hook runs right before and after each launch of ours (no synchronization), is told
+hook runs right before and after each launch of ours (no synchronization), or None when it
+needs nothing per launch (CUPTI attributing the kernel by name), is told
 when the scope stack or the set of active sessions changes (`retag`, so that other libraries'
 kernels land in the right scope), and turns what it collected into kernel counts and times
 in the sessions' trees at `flush` (which synchronizes the device once). `choose_timer`
