@@ -381,7 +381,7 @@ def cases_from_script(path: str | Path, kernel: str | None = None, seed: int = 0
     """Run a kernel script under the interpreter and return, per kernel it launched (only
     `kernel` when given), its unoptimized ttir with its first launch's grid and arguments
     (float arrays refilled with seeded random numbers, see `randomize`)."""
-    from compiler.runtime.recording import OBSERVERS, record
+    from compiler.runtime.recording import add_observer, record, remove_observer
     from compiler.triton_alias import install
     path = Path(path)
     saved = sys.argv, list(sys.path)
@@ -389,12 +389,12 @@ def cases_from_script(path: str | Path, kernel: str | None = None, seed: int = 0
     sys.argv = [str(path), *script_args]
     sys.path.insert(0, str(path.resolve().parent))
     launches = _FirstLaunches()
-    OBSERVERS.append(launches)
+    add_observer(launches)
     try:
         with record(full_compile=False, interpret=True):
             runpy.run_path(str(path), run_name="__main__")
     finally:
-        OBSERVERS.remove(launches)
+        remove_observer(launches)
         sys.argv, sys.path[:] = saved
     cases = []
     for name, (trace, grid, arguments) in launches.seen.items():

@@ -5,10 +5,17 @@ library's) into buffers it hands back asynchronously; nothing synchronizes per l
 record carries the correlation id of the API call that launched it. To know where a kernel
 belongs, the profiler keeps an external correlation id pushed (kind CUSTOM2; CUSTOM0/1 are
 used by PyTorch's Kineto) that stands for the current `Site` (the active sessions and the
-scope path), re-pushed whenever that changes, and pushes one per launch of ours (its
-specialization and hook metrics); CUPTI then emits EXTERNAL_CORRELATION records pairing the
-API call's correlation id with that id. `flush` synchronizes the device once, flushes the
-buffers and delivers every kernel to its site.
+scope path), re-pushed only when that changes (a scope entered or left, a session started,
+paused or resumed); CUPTI then emits EXTERNAL_CORRELATION records pairing each API call's
+correlation id with that id (it does so for API calls it records, hence `API_KINDS`).
+
+Our kernels need nothing per launch on top: a kernel record names the loaded function, and
+`plan` keeps a map from that name to the specialization it was loaded for, so the record finds
+its node (`add [*fp32, i32, BLOCK=256]`) by name. A launch pushes an id of its own only when its
+node cannot come from the name: the triton hook's `launch_metadata` (name and metrics per
+launch), the python context (the call stack per launch), or a function name shared by two
+specializations of this profile (from then on both push per launch). `flush` synchronizes the
+device once, flushes the buffers and delivers every kernel to its site.
 """
 from __future__ import annotations
 
@@ -20,6 +27,12 @@ from compiler.profiler.timers import TimerUnavailable
 
 _BUFFER_BYTES = 8 * 1024 * 1024
 _REGISTERED = False           # CUPTI's buffer callbacks are registered once per process
+#: The API activity kinds enabled beside the kernel and external-correlation kinds: CUPTI
+#: writes an EXTERNAL_CORRELATION record only in front of an API record, so the driver API
+#: (our cuLaunchKernel) and the runtime API (torch's cudaLaunchKernel) are recorded too
+#: (`bench/profiler_overhead.py --kinds` measures what each costs and whether scopes still
+#: see their kernels without it).
+API_KINDS = ("RUNTIME", "DRIVER")
 
 
 def load_cupti():
@@ -45,14 +58,19 @@ class CuptiTimer:
         self._external_kind = int(cupti.ActivityKind.EXTERNAL_CORRELATION)
         self._tag_kind = cupti.ExternalCorrelationKind.CUSTOM2
         self._kinds = (cupti.ActivityKind.CONCURRENT_KERNEL,
-                       cupti.ActivityKind.EXTERNAL_CORRELATION,
-                       cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER)
+                       cupti.ActivityKind.EXTERNAL_CORRELATION) + tuple(
+            getattr(cupti.ActivityKind, kind) for kind in API_KINDS)
         self._lock = threading.Lock()
         self._kernels = []        # (correlation id, name, start, end) on CUPTI's clock
         self._external = {}       # correlation id -> external id
-        self._site_ids = {}       # Site -> external id
+        self._site_ids = {}       # what a Site says -> external id
         self._sites = {}          # external id -> Site
         self._tagged = False
+        self._names = {}          # loaded function name -> (node name, attributes)
+        self._shared = set()      # function names two specializations have
+        #: Set when a function name became shared: plans made without a per-launch id are
+        #: stale (the launch hook drops them).
+        self.names_changed = False
         #: Kernels seen without a site: run while no session recorded, or launched from a
         #: thread whose scopes the profiler did not tag.
         self.untagged = 0
@@ -93,9 +111,12 @@ class CuptiTimer:
             self._external.update(external)
 
     def _id_of(self, site) -> int:
-        known = self._site_ids.get(site)
+        """The external id of `site`, one per distinct site (sites made per launch, with the
+        triton hook, share the id of an equal one: the tables stay as small as the tree)."""
+        key = (site.placements, site.leaf, site.metrics, site.attributes)
+        known = self._site_ids.get(key)
         if known is None:
-            known = self._site_ids[site] = len(self._site_ids) + 1
+            known = self._site_ids[key] = len(self._site_ids) + 1
             self._sites[known] = site
         return known
 
@@ -108,8 +129,14 @@ class CuptiTimer:
             self._cupti.activity_push_external_correlation_id(self._tag_kind, self._id_of(site))
             self._tagged = True
 
-    def plan(self, site, kernel_name: str) -> tuple:
-        """(begin, end) around a launch: push the site's external id, pop it."""
+    def plan(self, site, kernel_name: str, function: str | None = None,
+             per_launch: bool = True) -> tuple | None:
+        """(begin, end) around a launch: push the site's external id, pop it; or None (nothing
+        to do per launch) when `per_launch` is False (the site is the pushed one plus the
+        kernel's node) and the loaded `function`'s name stands for this specialization alone."""
+        if not per_launch and function is not None and site.leaf is not None \
+                and not site.metrics and self._claim(function, site):
+            return None
         push = self._cupti.activity_push_external_correlation_id
         pop = self._cupti.activity_pop_external_correlation_id
         kind, external_id = self._tag_kind, self._id_of(site)
@@ -120,6 +147,19 @@ class CuptiTimer:
         def end(started) -> None:
             pop(kind)
         return begin, end
+
+    def _claim(self, function: str, site) -> bool:
+        """Let kernel records named `function` stand for `site`'s node, unless another
+        specialization has that name (then neither does any more)."""
+        named = (site.leaf, dict(site.attributes))
+        known = self._names.setdefault(function, named)
+        if function in self._shared:
+            return False
+        if known != named:
+            self._shared.add(function)
+            self.names_changed = True
+            return False
+        return True
 
     def flush(self) -> None:
         """Synchronize, flush CUPTI's buffers, deliver every attributed kernel (kernels
@@ -135,7 +175,9 @@ class CuptiTimer:
         for correlation, name, start, end in kernels:
             site = self._sites.get(external.pop(correlation, None))
             if site is not None:
-                site.deliver(name, GPU_TIME, start - self._offset, end - self._offset, "gpu")
+                leaf, attributes = self._names.get(name, (name, None))
+                site.deliver(leaf, GPU_TIME, start - self._offset, end - self._offset, "gpu",
+                             attributes)
             else:
                 self.untagged += 1
         with self._lock:          # ids whose kernel record has not arrived yet

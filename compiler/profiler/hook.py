@@ -6,7 +6,10 @@ launch in that session's context, the kernel's node named by its specialization,
 `hook="triton"` the kernel's `launch_metadata(grid, kernel, args)` result: `name` renames the
 node, `flops8/16/32/64`, `bytes` and other numbers become its metrics). Interpreter launches
 are timed by the host wall clock around the launch (`data.WALL_TIME`); GPU launches by the
-session's timer, which does not synchronize.
+session's timer, which does not synchronize. When the timer needs nothing per launch of an
+entry (CUPTI names the kernel, the pushed id says the scope: `CuptiTimer.plan` returns None),
+the entry goes into `recording.QUIET` and its launches skip the hook until the sessions or
+scopes change.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from numbers import Number
 from compiler.profiler.data import WALL_TIME
 from compiler.profiler.regions import attach_regions
 from compiler.profiler.state import STATE, Site, active_sessions, now_ns, path_for
+from compiler.runtime import recording
 from compiler.runtime.recording import LaunchInfo, LaunchObserver
 
 
@@ -26,6 +30,19 @@ def specialization_label(launch: LaunchInfo) -> str:
     parts = [str(t) for t in spec.signature.values()]
     parts += [f"{k}={v!r}" for k, v in spec.constexprs.items()]
     return f"{launch.kernel_name} [{', '.join(parts)}]"
+
+
+def function_name(launch: LaunchInfo) -> str:
+    """The name of the loaded GPU function (what CUPTI's kernel records say)."""
+    return getattr(launch.entry.kernel, "name", None) or launch.kernel_name
+
+
+def _nothing(_):
+    """A plan's half that does nothing."""
+
+
+#: The plan of an entry the timer needs nothing per launch for.
+QUIET_PLAN = (_nothing, _nothing)
 
 
 def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
@@ -56,6 +73,7 @@ class LaunchHook(LaunchObserver):
         self._labels = {}             # jit cache entry -> (label, attributes)
         self._plans = {}              # jit cache entry -> (begin, end), for `_plans_version`
         self._plans_version = -1
+        self._hot = {}                # the GPU plans of entries not instrumented, likewise
         self._state = None            # (version, sessions, any python context, any hook)
 
     def _label(self, launch: LaunchInfo) -> tuple:
@@ -97,6 +115,10 @@ class LaunchHook(LaunchObserver):
 
     def launch_begin(self, entry, grid, args, stream, backend: str, jit=None, bound=None):
         """Start the launch's plan (GPU) or its wall clock (interpreter, or no GPU timer)."""
+        if self._plans_version == STATE.version:       # the usual case: a plan made before
+            plan = self._hot.get(entry)
+            if plan is not None:
+                return plan[1], plan[0](stream)
         if getattr(entry, "instrumented", False):
             launch = LaunchInfo(entry, grid, args, stream, backend, jit, bound)
             token = self._begin(entry, grid, args, stream, backend, jit, bound)
@@ -135,9 +157,20 @@ class LaunchHook(LaunchObserver):
 
     def _plan(self, launch: LaunchInfo, timer) -> tuple:
         site, cacheable = self.site_of(launch)
-        plan = timer.plan(site, launch.kernel_name)
+        plan = timer.plan(site, launch.kernel_name, function_name(launch),
+                          per_launch=not cacheable)
+        if getattr(timer, "names_changed", False):    # quiet entries may need an id now
+            timer.names_changed = False
+            recording.QUIET.clear()
+            self._plans_version = -1
+        if plan is None:
+            plan = QUIET_PLAN
+            if recording.OBSERVERS == [self]:
+                recording.QUIET.add(launch.entry)
         if cacheable:
             if self._plans_version != STATE.version:
-                self._plans, self._plans_version = {}, STATE.version
+                self._plans, self._hot, self._plans_version = {}, {}, STATE.version
             self._plans[launch.entry] = plan
+            if launch.backend == "gpu" and not getattr(launch.entry, "instrumented", False):
+                self._hot[launch.entry] = plan
         return plan

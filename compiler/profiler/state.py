@@ -53,13 +53,15 @@ class Site:
     attributes: tuple = ()
 
     def deliver(self, leaf: str, time_metric: str, start_ns: int, end_ns: int,
-                track: str) -> None:
+                track: str, attributes: dict | None = None) -> None:
         """Count one execution of the kernel, timed from `start_ns` to `end_ns` (host
-        clock), in every session of the site."""
+        clock), in every session of the site. `leaf` and `attributes` name the kernel's node
+        where the site does not (a kernel record the GPU timer named)."""
         metrics = {time_metric: end_ns - start_ns, **dict(self.metrics)}
+        attributes = dict(self.attributes) if self.leaf is not None else dict(attributes or {})
         for session, path in self.placements:
             session.profile.add_kernel(path, self.leaf or leaf, metrics, start_ns, end_ns,
-                                       track, dict(self.attributes))
+                                       track, attributes)
 
 
 @dataclass
@@ -126,12 +128,13 @@ def sync_hook() -> None:
 
     STATE.version += 1
     hook = STATE.hook
+    recording.QUIET.clear()
     _sync_instrumentation(hook)
     if active_sessions():
         if hook not in recording.OBSERVERS:
-            recording.OBSERVERS.append(hook)
+            recording.add_observer(hook)
     elif hook in recording.OBSERVERS:
-        recording.OBSERVERS.remove(hook)
+        recording.remove_observer(hook)
     if STATE.timer is not None:
         STATE.timer.retag(current_site())
 

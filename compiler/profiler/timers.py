@@ -1,7 +1,8 @@
 """How GPU kernels are timed: CUPTI's activity API, or CUDA events as the fallback.
 
 A timer makes for each site a plan, `(begin(stream) -> token, end(token))`, that the launch
-hook runs right before and after each launch of ours (no synchronization), is told
+hook runs right before and after each launch of ours (no synchronization), or None when it
+needs nothing per launch (CUPTI attributing the kernel by name), is told
 when the scope stack or the set of active sessions changes (`retag`, so that other libraries'
 kernels land in the right scope), and turns what it collected into kernel counts and times
 in the sessions' trees at `flush` (which synchronizes the device once). `choose_timer`
@@ -17,8 +18,12 @@ from compiler.profiler.state import now_ns
 
 #: The values `start(backend=...)` accepts.
 BACKENDS = (None, "cupti", "cuda_events")
-#: The event timer reads the oldest this many launches' times once twice as many are pending.
-RECYCLE_BATCH = 4096
+#: Launches the event timer keeps pending before it reads their times (then it waits for the
+#: newest and reads them all: one wait per this many launches, never one per launch).
+MAX_PENDING = 1 << 16
+#: Event pairs the event timer makes when it starts (outside any loop it times); it doubles
+#: the pool when more launches than that are pending.
+POOL_START = 1 << 15
 
 
 class TimerUnavailable(RuntimeError):
@@ -27,57 +32,96 @@ class TimerUnavailable(RuntimeError):
 
 class EventTimer:
     """CUDA events recorded around each of our launches on its stream; elapsed times are read
-    at `flush`. Only our kernels are timed."""
+    at `flush`. Only our kernels are timed. Event pairs come from a pool that grows to the
+    most launches pending at once and is reused after each flush; a launch records two of
+    them with the driver's cuEventRecord and appends its plan's (site, name) to a list,
+    allocating nothing of its own."""
 
     method = "cuda_events"
     sees_other_kernels = False
 
     def __init__(self):
-        from compiler.runtime.driver import Event
+        from compiler.runtime import driver
 
-        self._event = Event
-        self._origin = Event().record()
+        cu = driver.bindings()
+        self._cu = cu
+        self._stream_handle = driver.stream_handle
+        self._flags = int(cu.CUevent_flags.CU_EVENT_DEFAULT)
+        self._pool = []             # (start, end) raw CUevent pairs
+        self._pending = []          # (site, kernel name) of pool[i], per launch since flush
+        self._stream = 0            # the stream of the launch between begin and end
+        self._origin = self._new_event()
+        self._check(cu.cuEventRecord(self._origin, 0), "cuEventRecord")
         self._origin_host = now_ns()
-        self._pending = []          # (site, kernel name, start event, end event)
-        self._free = []             # events whose times were read, to record again
+        self._grow(POOL_START)
+
+    @staticmethod
+    def _check(result, call: str):
+        from compiler.runtime.driver import check
+        return check(result, call)
+
+    def _new_event(self):
+        return self._check(self._cu.cuEventCreate(self._flags), "cuEventCreate")
+
+    def _grow(self, pairs: int = 0) -> None:
+        """Add `pairs` event pairs to the pool (0: double it), or read the pending times first
+        when `MAX_PENDING` launches wait."""
+        if len(self._pending) >= MAX_PENDING:
+            self.flush()
+            return
+        for _ in range(pairs or min(len(self._pool), MAX_PENDING - len(self._pool))):
+            self._pool.append((self._new_event(), self._new_event()))
 
     def retag(self, site) -> None:
         """Events time only our launches: nothing to do."""
 
-    def plan(self, site, kernel_name: str) -> tuple:
-        """(begin, end) around a launch: record an event before and after it on its stream
-        (events are reused once their times were read)."""
-        free, pending, make = self._free, self._pending, self._event
+    def plan(self, site, kernel_name: str, function: str | None = None,
+             per_launch: bool = True) -> tuple:
+        """(begin, end) around a launch: record the next pooled pair's first event before it
+        and the second after it, on the launch's stream."""
+        pool, pending, slot = self._pool, self._pending, (site, kernel_name)
+        record, handle, grow = self._cu.cuEventRecord, self._stream_handle, self._grow
 
         def begin(stream):
-            return stream, (free.pop() if free else make()).record(stream)
+            if len(pending) == len(pool):
+                grow()
+            pair = pool[len(pending)]
+            self._stream = raw = 0 if stream is None else handle(stream)
+            failed = record(pair[0], raw)[0]
+            if failed:
+                self._check((failed,), "cuEventRecord")
+            pending.append(slot)
+            return pair
 
-        def end(started) -> None:
-            stream, start = started
-            pending.append((site, kernel_name, start,
-                            (free.pop() if free else make()).record(stream)))
-            if len(pending) >= 2 * RECYCLE_BATCH:
-                self._deliver(RECYCLE_BATCH)
+        def end(pair) -> None:
+            failed = record(pair[1], self._stream)[0]
+            if failed:
+                self._check((failed,), "cuEventRecord")
         return begin, end
 
-    def _deliver(self, count: int) -> None:
-        """Read the times of the `count` oldest pending launches (long finished when called
-        from a launch: thousands of launches were enqueued since) and reuse their events."""
-        done = self._pending[:count]
-        del self._pending[:count]
-        for site, name, start, end in done:
-            begin_ns = self._origin_host + int(self._origin.elapsed_ms(start) * 1e6)
-            elapsed_ns = int(start.elapsed_ms(end) * 1e6)
-            site.deliver(name, GPU_TIME, begin_ns, begin_ns + elapsed_ns, "gpu")
-            self._free += (start, end)
-
     def flush(self) -> None:
-        """Wait for the recorded events and deliver their times."""
-        self._deliver(len(self._pending))
+        """Wait for the recorded events and deliver their times; the pool is reused."""
+        cu, check = self._cu, self._check
+        pending = list(self._pending)
+        self._pending.clear()
+        if not pending:
+            return
+        check(cu.cuEventSynchronize(self._pool[len(pending) - 1][1]), "cuEventSynchronize")
+        elapsed = cu.cuEventElapsedTime
+        for (site, name), (start, end) in zip(pending, self._pool):
+            begin_ns = self._origin_host + int(check(elapsed(self._origin, start),
+                                                     "cuEventElapsedTime") * 1e6)
+            elapsed_ns = int(check(elapsed(start, end), "cuEventElapsedTime") * 1e6)
+            site.deliver(name, GPU_TIME, begin_ns, begin_ns + elapsed_ns, "gpu")
 
     def close(self) -> None:
-        """Deliver what is pending."""
+        """Deliver what is pending and destroy the events."""
         self.flush()
+        for pair in self._pool:
+            for event in pair:
+                self._cu.cuEventDestroy(event)
+        self._cu.cuEventDestroy(self._origin)
+        self._pool = []
 
 
 def choose_timer(backend: str | None):

@@ -87,6 +87,7 @@ def make_fast_launch(jit, samples: tuple, positional: int, slow):
         "_tile_zip": zip, "_tile_len": len, "_tile_slow": slow, "_tile_jit": jit,
         "_tile_cache": jit._gpu_cache, "_tile_active": recording.ACTIVE,
         "_tile_observers": recording.OBSERVERS, "_tile_observed": recording.observed_launch,
+        "_tile_quiet": recording.QUIET,
         "_tile_eq1": EQUAL_TO_1, "_tile_int_entry": _int_entry,
         "_tile_pointer_types": _POINTER_TYPES, "_tile_value": launch_value,
         "_tile_nospec": specialize_unspecialized, "_tile_noalign": specialize_without_alignment,
@@ -162,7 +163,7 @@ def make_fast_launch(jit, samples: tuple, positional: int, slow):
         f"    _tile_args = _tile_entry.select({_tuple(values)})",
         "else:",
         f"    _tile_args = _tile_entry.select({bound})",
-        "if _tile_observers:        # the profiler's hook: sees the launch, no slow path",
+        "if _tile_observers and _tile_entry not in _tile_quiet:   # the profiler's hook",
         f"    return _tile_observed(_tile_entry, _tile_grid, _tile_args, {stream}, 'gpu', "
         f"_tile_jit, {bound})",
         f"_tile_entry.launch(_tile_grid, _tile_args, {stream})",

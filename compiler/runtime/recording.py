@@ -25,8 +25,14 @@ from compiler.trace import Launch
 
 #: The recorders now active (innermost last). The jit tests its truthiness on every launch.
 ACTIVE: list = []
-#: The launch observers now active (`LaunchObserver`); tested after a cache hit.
+#: The launch observers now active (`LaunchObserver`); tested after a cache hit. Change it
+#: with `add_observer` / `remove_observer`.
 OBSERVERS: list = []
+#: Jit cache entries whose launches the one observer in `OBSERVERS` needs to see no more: a
+#: launch of one is a plain launch (the fast launch tests it right after `OBSERVERS`). The
+#: profiler's hook puts entries here that CUPTI attributes by name; emptied whenever
+#: `OBSERVERS` changes, and by the observer when what it needs changes.
+QUIET: set = set()
 
 
 @dataclass
@@ -124,6 +130,18 @@ class LaunchInfo:
         return dict(zip(self.jit.arg_names, self.bound))
 
 
+def add_observer(observer) -> None:
+    """Let `observer` see every launch from now on (see `QUIET`)."""
+    QUIET.clear()
+    OBSERVERS.append(observer)
+
+
+def remove_observer(observer) -> None:
+    """Stop showing launches to `observer`."""
+    QUIET.clear()
+    OBSERVERS.remove(observer)
+
+
 class LaunchObserver:
     """Something in `OBSERVERS` that sees launches begin and end (the profiler's hook). It gets
     the launch's parts as they are (`LaunchInfo(...)` bundles them when it needs to)."""
@@ -206,6 +224,9 @@ def observed_launch(entry, grid, args, stream, backend: str, jit=None, bound=Non
         observer = OBSERVERS[0]
         if observer.substitutes:
             entry = observer.variant(entry, jit)
+        elif entry in QUIET:
+            entry.launch(grid, args, stream)
+            return entry.kernel
         token = observer.launch_begin(entry, grid, args, stream, backend, jit, bound)
         try:
             entry.launch(grid, args, stream)
@@ -227,7 +248,8 @@ def _variant(entry, jit):
 
 
 def _observed(launch: tuple, go, go_args) -> None:
-    """`go(*go_args)` between every observer's `launch_begin(*launch)` and `launch_end`."""
+    """`go(*go_args)` between every observer's `launch_begin(*launch)` and `launch_end`
+    (every observer sees it: `QUIET` serves one observer alone)."""
     observers = list(OBSERVERS)
     tokens = [observer.launch_begin(*launch) for observer in observers]
     try:

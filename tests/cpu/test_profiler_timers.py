@@ -15,7 +15,7 @@ import compiler.profiler as proton
 from compiler.profiler import cupti_timer, timers
 from compiler.profiler.state import STATE
 from compiler.profiler.timers import TimerUnavailable
-from compiler.runtime import driver
+from compiler.runtime import driver, recording
 from tests.cpu import test_jit_fast_launch as stand_in
 from tests.cpu.test_jit_fast_launch import gpu, torch_like  # noqa: F401 - the fixture
 
@@ -171,18 +171,33 @@ def test_hook_metrics_on_gpu_launches(fake_gpu, fake_cupti, tmp_path):
     assert node["metrics"]["bytes"] == 2 * 64 * 12 and node["metrics"]["count"] == 2
 
 
-class FakeEvent:
-    """A CUDA event on a clock that advances 1 ms per record."""
+class FakeEventDriver:
+    """cuEventCreate/Record/Synchronize/ElapsedTime/Destroy on a clock that advances 1 ms
+    per record (enough of cuda.bindings' driver for the event timer)."""
 
-    clock = 0.0
+    CUevent_flags = types.SimpleNamespace(CU_EVENT_DEFAULT=0)
 
-    def record(self, stream=None):
-        FakeEvent.clock += 1.0
-        self.at = FakeEvent.clock
-        return self
+    def __init__(self):
+        self.clock, self.at, self.created, self.destroyed = 0.0, {}, 0, 0
 
-    def elapsed_ms(self, end):
-        return end.at - self.at
+    def cuEventCreate(self, flags):
+        self.created += 1
+        return 0, self.created
+
+    def cuEventRecord(self, event, stream):
+        self.clock += 1.0
+        self.at[event] = self.clock
+        return (0,)
+
+    def cuEventSynchronize(self, event):
+        return (0,)
+
+    def cuEventElapsedTime(self, start, end):
+        return 0, self.at[end] - self.at[start]
+
+    def cuEventDestroy(self, event):
+        self.destroyed += 1
+        return (0,)
 
 
 def test_refused_cupti_falls_back_to_cuda_events_with_one_warning(monkeypatch, fake_gpu,
@@ -190,8 +205,10 @@ def test_refused_cupti_falls_back_to_cuda_events_with_one_warning(monkeypatch, f
     kernel, _ = fake_gpu
     monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=FakeCupti(True)))
     monkeypatch.setattr(cupti_timer, "_REGISTERED", False)
-    monkeypatch.setattr(driver, "Event", FakeEvent)
-    monkeypatch.setattr(timers, "RECYCLE_BATCH", 2)      # read and reuse events early
+    events = FakeEventDriver()
+    monkeypatch.setattr(driver, "bindings", lambda: events)
+    monkeypatch.setattr(timers, "MAX_PENDING", 64)       # read the times early, then reuse
+    monkeypatch.setattr(timers, "POOL_START", 16)
     _launch(kernel)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -200,14 +217,18 @@ def test_refused_cupti_falls_back_to_cuda_events_with_one_warning(monkeypatch, f
     assert "CUPTI is not usable" in str(warning.message)
     assert "INSUFFICIENT_PRIVILEGES" in str(warning.message)
     _launch(kernel, 5)
-    assert len(STATE.timer._pending) == 3 and len(STATE.timer._free) == 2
+    timer = STATE.timer
+    assert len(timer._pending) == 5 and len(timer._pool) == 16     # read lazily, at flush
+    _launch(kernel, 100)                # past MAX_PENDING: read once, the pool reused
+    assert len(timer._pending) == 105 - 64 and len(timer._pool) == 64
     [path] = proton.finalize(session)
+    assert events.destroyed == events.created == 2 * 64 + 1
     root = json.loads(path.read_text())[0]
     timing = root["metadata"]["timing"]
     assert timing["method"] == "cuda_events" and timing["fallback_from"] == "cupti"
     assert "INSUFFICIENT_PRIVILEGES" in timing["why"]
     node = _children(root)[SPEC]
-    assert node["metrics"]["count"] == 5 and node["metrics"]["time (ns)"] == 5 * 1e6
+    assert node["metrics"]["count"] == 105 and node["metrics"]["time (ns)"] == 105 * 1e6
 
 
 def test_asking_for_cupti_without_it_is_an_error(monkeypatch, fake_gpu):
@@ -231,3 +252,32 @@ def test_cupti_kernels_in_the_chrome_trace(fake_gpu, fake_cupti, tmp_path):
     assert all(e["dur"] == KERNEL_NS / 1e3 and e["args"]["path"] == "step" for e in gpu_events)
     assert gpu_events[0]["ts"] < gpu_events[1]["ts"] < gpu_events[2]["ts"]
     assert [e["name"] for e in events if e["cat"] == "host"] == ["step"]
+
+
+def test_quiet_launches_push_nothing_and_shared_names_push_per_launch(fake_gpu, fake_cupti,
+                                                                      tmp_path, monkeypatch):
+    """Without a hook, a launch of ours pushes no id (the scope's stays pushed, the record's
+    name finds the specialization); once two specializations share a function name, both
+    push one per launch and each record still lands on its own node."""
+    kernel, _ = fake_gpu
+    pushes = []
+    push = fake_cupti.activity_push_external_correlation_id
+    monkeypatch.setattr(fake_cupti, "activity_push_external_correlation_id",
+                        lambda kind, i: (pushes.append(i), push(kind, i)))
+    _launch(kernel)
+    x, out = torch_like(1 << 20), torch_like(1 << 21)
+    kernel[(1,)](x, x, out, 64, BLOCK=64)                 # a second specialization, compiled
+    session = proton.start(str(tmp_path / "q"))
+    with proton.scope("step"):
+        before = len(pushes)
+        _launch(kernel, 50)
+        assert len(pushes) == before                      # nothing pushed per launch
+        assert len(recording.QUIET) == 1
+        for _ in range(3):
+            kernel[(1,)](x, x, out, 64, BLOCK=64)         # same function name: ambiguous
+        _launch(kernel, 2)
+        assert len(pushes) == before + 5 and not recording.QUIET
+    [path] = proton.finalize(session)
+    step = _children(_children(json.loads(path.read_text())[0])["step"])
+    assert step[SPEC]["metrics"]["count"] == 52
+    assert step[SPEC.replace("BLOCK=32", "BLOCK=64")]["metrics"]["count"] == 3
