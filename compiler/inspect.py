@@ -8,6 +8,8 @@
                                                           and its bases table
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
     bisect(path, kernel=None, pipelines=None)             the first pass that changes results
+    run_under_triton(path, args) / load_triton(path)      the real Triton's per-pass IR and
+                                                          stage files, as traces
 
 Settings travel as arguments (never through `os.environ`); the traces it hands back are
 `compiler.trace` objects. Errors a user can cause come back as `ToolError`s (a `ValueError`)
@@ -571,3 +573,24 @@ def profile_format_error() -> type:
     """The exception class a malformed profile file raises."""
     from compiler.profiler.viewer import ProfileFormatError
     return ProfileFormatError
+
+
+# --------------------------------------------------------------------------------------------
+# The real Triton's artifacts
+
+def run_under_triton(path: str | Path, script_args: list | None = None,
+                     folder: str | Path | None = None):
+    """Run a script under the real Triton with its IR dumps on (compiler.triton_import.run):
+    a TritonRun with traces, messages and error (the error says why when Triton is absent)."""
+    from compiler.triton_import.run import run_under_triton as run
+    return run(path, script_args, folder)
+
+
+def load_triton(path: str | Path) -> list:
+    """Traces from a real Triton artifact: an MLIR_ENABLE_DUMP text, a TRITON_KERNEL_DUMP
+    folder or a TritonParse ndjson log; ToolError (file and why) when it cannot be read."""
+    from compiler.triton_import.merge import load_triton_artifacts
+    try:
+        return load_triton_artifacts(path)
+    except (ValueError, OSError) as error:
+        raise ToolError(str(error)) from None

@@ -34,6 +34,8 @@ class PassRecord:
     error: str | None = None        # set when the pass (or the verifier after it) failed
     structure: dict = field(default_factory=dict)  # ir_after as data (IRStructure); {} if
     #                                                not recorded (older traces, no snapshots)
+    parse_error: str = ""           # set when ir_after is shown as text only: our parser could
+    #                                 not read it (imported Triton dumps), with the reason
 
 
 @dataclass(frozen=True)
