@@ -89,6 +89,14 @@ def explore_parser() -> argparse.ArgumentParser:
     parser.add_argument("--passes", action="append", default=[], metavar="STAGE=PIPELINE",
                         help="override a stage's pass pipeline (repeatable)")
     parser.add_argument("--no-gpu", action="store_true", help="run through the interpreter")
+    parser.add_argument("--signature", action="append", default=[], metavar="KERNEL=TYPES",
+                        help="compile KERNEL for these argument types, e.g. "
+                             "'add_kernel=*fp32,*fp32,*fp32,i32' (repeatable; for kernels the "
+                             "script defines but does not launch)")
+    parser.add_argument("--constexpr", action="append", default=[],
+                        metavar="[KERNEL.]NAME=VALUE",
+                        help="a constexpr for --signature kernels and unlaunched ones "
+                             "(repeatable), e.g. BLOCK=1024")
     parser.add_argument("--triton", action="store_true",
                         help="run FILE under the real Triton (installed) with its IR dumps on")
     parser.add_argument("--from-triton", metavar="DUMP",
@@ -138,9 +146,9 @@ def _dump(traces: list, folder: Path) -> None:
     print(f"wrote {len(traces)} kernel trace(s) under {folder}")
 
 
-def _open_app(traces, messages, recompiler=None) -> int:
+def _open_app(traces, messages, recompiler=None, **prompt) -> int:
     from explorer.app import ExplorerApp          # textual only when the app opens
-    ExplorerApp(traces, messages, recompiler=recompiler).run()
+    ExplorerApp(traces, messages, recompiler=recompiler, **prompt).run()
     return 0
 
 
@@ -168,11 +176,13 @@ def explore(argv: list[str]) -> int:
         return 2
     door = _door()
     pipelines = door.parse_stage_overrides(args.passes)
+    specs = door.parse_kernel_specs(args.signature, args.constexpr)
     progress = _progress_printer()
     # in headless modes the script's own prints go to stderr, so stdout stays parseable
     with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
         result = door.run_file(args.file, script_args, interpret=args.no_gpu,
-                               pipelines=pipelines, only_kernel=args.kernel, progress=progress)
+                               pipelines=pipelines, only_kernel=args.kernel, progress=progress,
+                               specs=specs)
     if progress is not None:
         sys.stderr.write("\r\x1b[K")
 
@@ -217,7 +227,8 @@ def _finish(args, traces, messages, error, recompiler) -> int:
             print(error, file=sys.stderr)
         _dump(traces, Path(args.dump))
         return 1 if error else 0
-    return _open_app(traces, ([error] if error else []) + messages, recompiler)   # error first
+    return _open_app(traces, ([error] if error else []) + messages, recompiler,   # error first
+                     **prompt)
 
 
 def compare(argv: list[str]) -> int:
