@@ -9,6 +9,7 @@ headless mode (`--dump`, `--json`, `compare`).
                                                      TRITON_KERNEL_DUMP folder or a TritonParse log
     tile-explore compare FILE --pipeline A --pipeline B [--stage ttgir] [-- script args]
     tile-explore compare FILE --against-triton [--triton-dump DUMP] [-- script args]
+    tile-explore serve [--host H] [--port P] FILE ...   the app in a browser (textual-serve)
 """
 from __future__ import annotations
 
@@ -189,7 +190,10 @@ def explore(argv: list[str]) -> int:
     def recompiler(trace, pipelines):
         return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name)).trace
 
-    return _finish(args, result.traces, result.messages, result.error, recompiler)
+    compiled = {trace.kernel_name for trace in result.traces}
+    prompt = {"signature_compiler": lambda text: door.compile_with_signature(result.kernels, text),
+              "uncompiled": sorted(set(result.kernels) - compiled)}
+    return _finish(args, result.traces, result.messages, result.error, recompiler, **prompt)
 
 
 def _triton_traces(file: str | None, dump: str | None, script_args: list) -> tuple:
@@ -216,7 +220,7 @@ def _explore_triton(args, script_args) -> int:
     return _finish(args, traces, messages, error, recompiler=None)
 
 
-def _finish(args, traces, messages, error, recompiler) -> int:
+def _finish(args, traces, messages, error, recompiler, **prompt) -> int:
     if args.json:
         print(json.dumps(summary(traces, messages, error), indent=1, default=str))
         if error:
@@ -322,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             return bisect.main(argv[1:])
         if argv and argv[0] == "compare":
             return compare(argv[1:])
+        if argv and argv[0] == "serve":
+            from explorer import serve
+            return serve.main(argv[1:])
         return explore(argv)
     except CompilerMissing as missing:
         print(f"tile-explore: {missing}", file=sys.stderr)
