@@ -8,6 +8,10 @@
                                                           and its bases table
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
     bisect(path, kernel=None, pipelines=None)             the first pass that changes results
+    parse_kernel_specs(sigs, constexprs)                  --signature / --constexpr for run_file
+    compile_with_signature(kernels, text)                 the explorer's signature prompt
+    run_under_triton(path, args) / load_triton(path)      the real Triton's per-pass IR and
+                                                          stage files, as traces
 
 Settings travel as arguments (never through `os.environ`); the traces it hands back are
 `compiler.trace` objects. Errors a user can cause come back as `ToolError`s (a `ValueError`)
@@ -162,14 +166,20 @@ def _is_jit_function(obj) -> bool:
     return callable(getattr(obj, "warmup", None)) and callable(getattr(obj, "fn", None))
 
 
-def _warmup_arguments(jit) -> tuple | None:
-    """Signature strings for a kernel's parameters, or None when a constexpr has no default.
+def _warmup_arguments(jit, given: dict | None = None) -> tuple | None:
+    """Signature strings for a kernel's parameters, or None when a constexpr has no default
+    and is not in `given` (constexprs from --constexpr).
 
     Parameters named like pointers get "*fp32", the others "i32"; constexprs take their
-    default values. This is a guess, so kernels compiled this way are reported as such."""
+    given or default values. This is a guess, so kernels compiled this way are reported as
+    such."""
     args, kwargs = [], {}
+    given = given or {}
     for param in _pyinspect.signature(jit.fn).parameters.values():
         if "constexpr" in str(param.annotation):
+            if param.name in given:
+                kwargs[param.name] = given[param.name]
+                continue
             if param.default is _pyinspect.Parameter.empty:
                 return None
             kwargs[param.name] = param.default
@@ -211,12 +221,14 @@ class _Ticker:
 
 def run_file(path: str | Path, script_args: list[str] | None = None, interpret: bool = False,
              pipelines: dict | None = None, only_kernel: str | None = None,
-             progress: Callable[[Progress], None] | None = None) -> RunResult:
+             progress: Callable[[Progress], None] | None = None,
+             specs: tuple | None = None) -> RunResult:
     """Run a kernel file as `__main__` (the `triton` alias installed) under the recorder and
     collect the traces of the kernels it compiled. `interpret`: launches run in the interpreter
     (and still compile through every stage); `pipelines`: {stage: pipeline} every compile uses;
-    `progress`: called about twice a second while the script runs. Ctrl-C stops the script and
-    keeps what was recorded (`interrupted`)."""
+    `progress`: called about twice a second while the script runs; `specs`: what
+    parse_kernel_specs made of --signature/--constexpr, for kernels the script does not launch.
+    Ctrl-C stops the script and keeps what was recorded (`interrupted`)."""
     from compiler.runtime.recording import record
     from compiler.triton_alias import install
 
@@ -252,7 +264,7 @@ def run_file(path: str | Path, script_args: list[str] | None = None, interpret: 
             except Exception as error:   # the user's code failed: report it, keep what compiled
                 result.error = describe_user_error(error, path)
             if not result.interrupted:
-                _warm_up_unlaunched(namespace, recorder, result)
+                _warm_up_unlaunched(namespace, recorder, result, specs or ({}, {}, {}))
         result.traces = list(recorder.traces)
         result.recorder = recorder
     finally:
@@ -278,31 +290,92 @@ def _report_compile_failures(recorder, result: RunResult, pipelines_given: bool)
             result.messages.append(text)
 
 
-def _warm_up_unlaunched(namespace: dict, recorder, result: RunResult) -> None:
-    """Compile kernels that were defined but never launched, when warmup can be called."""
+def _warm_up_unlaunched(namespace: dict, recorder, result: RunResult, specs: tuple) -> None:
+    """Compile the kernels given a --signature, and those defined but never launched when
+    their signature can be guessed (constexprs from --constexpr or their defaults)."""
+    from compiler.signature_spec import SpecError, bind_spec
+    signatures, common, per_kernel = specs
+    script = Path(namespace.get("__file__", "."))
     compiled = {trace.kernel_name for trace in recorder.traces}
     why = "the script stopped with an error first" if result.error else \
         "not launched by the script"
-    for name, obj in namespace.items():
-        if not _is_jit_function(obj):
+    jits = {getattr(obj.fn, "__name__", name): obj for name, obj in namespace.items()
+            if _is_jit_function(obj)}
+    result.kernels.update(jits)
+    problems = [f"--signature/--constexpr name a kernel {name!r} that the script "
+                f"does not define (its kernels: {', '.join(sorted(jits)) or 'none'})"
+                for name in list(signatures) + list(per_kernel) if name not in jits]
+    known = {p.name for obj in jits.values()
+             for p in _pyinspect.signature(obj.fn).parameters.values()
+             if "constexpr" in str(p.annotation)}
+    problems += [f"--constexpr {name}: no kernel of the script has a constexpr named {name!r} "
+                 f"(theirs: {', '.join(sorted(known)) or 'none'})"
+                 for name in common if name not in known]
+    for kernel_name, obj in jits.items():
+        if kernel_name in signatures:
+            spec = signatures[kernel_name]
+            try:
+                args, kwargs = bind_spec(obj, spec, common)
+                obj.warmup(*args, grid=(1,), **kwargs)
+                result.messages.append(f"{kernel_name}: compiled with --signature "
+                                       f"({', '.join(args)})"
+                                       + "".join(f" {k}={v!r}" for k, v in kwargs.items()))
+            except SpecError as error:
+                problems.append(str(error))
+            except Exception as error:
+                problems.append(f"{kernel_name}: compiling it with --signature "
+                                f"{spec.describe()} failed: {describe_user_error(error, script)}")
             continue
-        kernel_name = getattr(obj.fn, "__name__", name)
-        result.kernels[kernel_name] = obj
         if kernel_name in compiled:
             continue
-        guess = _warmup_arguments(obj)
+        guess = _warmup_arguments(obj, {**common, **per_kernel.get(kernel_name, {})})
         if guess is None:
             result.messages.append(f"{kernel_name}: {why}, and a constexpr parameter has no "
-                                   "default, so it was not compiled")
+                                   "default, so it was not compiled (give it with --signature "
+                                   f"'{kernel_name}=TYPES' --constexpr NAME=VALUE)")
             continue
         args, kwargs = guess
         try:
             obj.warmup(*args, grid=(1,), **kwargs)
             result.messages.append(f"{kernel_name}: {why}; compiled with guessed signature "
-                                   f"({', '.join(args)}) and no timings")
+                                   f"({', '.join(args)}) and no timings (give the real one "
+                                   f"with --signature '{kernel_name}=TYPES')")
         except Exception as error:
             result.messages.append(f"{kernel_name}: {why}, and compiling it with a guessed "
                                    f"signature failed: {type(error).__name__}: {error}")
+    if problems:
+        result.error = "\n".join(([result.error] if result.error else []) + problems)
+
+
+def compile_with_signature(kernels: dict, text: str) -> CompileTrace:
+    """Compile a kernel of a run (`kernels`: RunResult.kernels) for the explorer's prompt text
+    `KERNEL=TYPE,TYPE,... [NAME=VALUE ...]`; its trace, or ToolError saying what is wrong (the
+    column with a caret, or the kernel's def line)."""
+    from compiler.signature_spec import SpecError, bind_spec, parse_prompt
+    try:
+        spec = parse_prompt(text)
+        if spec.kernel not in kernels:
+            raise SpecError(f"no kernel named {spec.kernel!r} (kernels: "
+                            f"{', '.join(sorted(kernels)) or 'none'})")
+        args, kwargs = bind_spec(kernels[spec.kernel], spec, {})
+        compiled = kernels[spec.kernel].warmup(*args, grid=(1,), **kwargs)
+    except SpecError as error:
+        raise ToolError(str(error)) from None
+    except Exception as error:           # a compile error of the user's kernel
+        raise ToolError(describe_user_error(error, Path("."))) from None
+    if getattr(compiled, "trace", None) is None:
+        raise ToolError(f"{spec.kernel}: the compile recorded no trace")
+    return compiled.trace
+
+
+def parse_kernel_specs(signatures: list, constexprs: list) -> tuple:
+    """--signature and --constexpr option texts -> the `specs` of run_file; ToolError with
+    the column and a caret for a malformed one."""
+    from compiler.signature_spec import SpecError, parse_specs
+    try:
+        return parse_specs(signatures, constexprs)
+    except SpecError as error:
+        raise ToolError(str(error)) from None
 
 
 def dump_traces(traces: list, folder: str | Path) -> None:
@@ -571,3 +644,24 @@ def profile_format_error() -> type:
     """The exception class a malformed profile file raises."""
     from compiler.profiler.viewer import ProfileFormatError
     return ProfileFormatError
+
+
+# --------------------------------------------------------------------------------------------
+# The real Triton's artifacts
+
+def run_under_triton(path: str | Path, script_args: list | None = None,
+                     folder: str | Path | None = None):
+    """Run a script under the real Triton with its IR dumps on (compiler.triton_import.run):
+    a TritonRun with traces, messages and error (the error says why when Triton is absent)."""
+    from compiler.triton_import.run import run_under_triton as run
+    return run(path, script_args, folder)
+
+
+def load_triton(path: str | Path) -> list:
+    """Traces from a real Triton artifact: an MLIR_ENABLE_DUMP text, a TRITON_KERNEL_DUMP
+    folder or a TritonParse ndjson log; ToolError (file and why) when it cannot be read."""
+    from compiler.triton_import.merge import load_triton_artifacts
+    try:
+        return load_triton_artifacts(path)
+    except (ValueError, OSError) as error:
+        raise ToolError(str(error)) from None

@@ -34,6 +34,8 @@ class PassRecord:
     error: str | None = None        # set when the pass (or the verifier after it) failed
     structure: dict = field(default_factory=dict)  # ir_after as data (IRStructure); {} if
     #                                                not recorded (older traces, no snapshots)
+    parse_error: str = ""           # set when ir_after is shown as text only: our parser could
+    #                                 not read it (imported Triton dumps), with the reason
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ class CompileTrace:
     cubin_info: dict = field(default_factory=dict)       # ptxas -v: registers, spills, smem...
     overrides: dict = field(default_factory=dict)        # stage -> file it was replaced by
     ttgir_to_ptx: dict = field(default_factory=dict)     # ttgir line (str) -> [[first, last]]
+    ttgir_to_sass: dict = field(default_factory=dict)    # ttgir line (str) -> [[first, last]]
+    sass_missing: str = ""                               # why there is no "sass" stage
     python_to_ops: dict = field(default_factory=dict)    # python line (str) -> {stage: [lines]}
     ttgir_op_python: dict = field(default_factory=dict)  # ttgir line (str) -> "file:line:col"
     launches: list = field(default_factory=list)         # Launch

@@ -34,6 +34,7 @@ class ExplorerApp(App):
     BINDINGS = [
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        Binding("g", "signature", "Signature", show=False),
         *[Binding(str(i + 1), f"show_view('{name}')", name.capitalize(), show=False)
           for i, name in enumerate(VIEWS)],
     ]
@@ -42,8 +43,11 @@ class ExplorerApp(App):
 
     def __init__(self, traces: list[CompileTrace], messages: list[str] | None = None,
                  recompiler: Callable | None = None, export_dir: str | Path = ".",
-                 initial_kernel: int = 0) -> None:
+                 initial_kernel: int = 0, signature_compiler: Callable | None = None,
+                 uncompiled: list | None = None) -> None:
         super().__init__()
+        self.signature_compiler = signature_compiler    # prompt text -> CompileTrace
+        self.uncompiled = list(uncompiled or [])        # kernels defined but not compiled
         self.traces = traces
         self.messages = messages or []
         self.recompiler = recompiler
@@ -100,6 +104,25 @@ class ExplorerApp(App):
                    "layouts": "#layout-code", "linked": "#linked-ttgir",
                    "pipeline": "#pipeline-table", "timings": "#launch-table"}
         self.query_one(targets[name]).focus()
+
+    def action_signature(self) -> None:
+        """`g`: the signature prompt, for kernels the script did not launch."""
+        if self.signature_compiler is None:
+            self.notify("no script was run: there is nothing to compile a signature for",
+                        severity="warning", markup=False)
+            return
+        from explorer.views.signature_prompt import SignaturePrompt
+
+        def added(trace) -> None:
+            if trace is None:
+                return
+            self.traces.append(trace)
+            if trace.kernel_name in self.uncompiled:
+                self.uncompiled.remove(trace.kernel_name)
+            self.query_one(KernelList).add_trace(trace)
+            self.kernel_index = len(self.traces) - 1
+            self.action_show_view("stages")
+        self.push_screen(SignaturePrompt(self.signature_compiler, self.uncompiled), added)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

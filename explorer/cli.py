@@ -4,7 +4,12 @@ headless mode (`--dump`, `--json`, `compare`).
     tile-explore FILE [--kernel NAME] [--dump DIR] [--json] [--passes STAGE=PIPELINE]...
                  [--no-gpu] [-- script args]
     tile-explore --trace trace.json
+    tile-explore --triton FILE [-- script args]      the real Triton's passes, same views
+    tile-explore --from-triton DUMP                  an MLIR_ENABLE_DUMP text, a
+                                                     TRITON_KERNEL_DUMP folder or a TritonParse log
     tile-explore compare FILE --pipeline A --pipeline B [--stage ttgir] [-- script args]
+    tile-explore compare FILE --against-triton [--triton-dump DUMP] [-- script args]
+    tile-explore serve [--host H] [--port P] FILE ...   the app in a browser (textual-serve)
 """
 from __future__ import annotations
 
@@ -85,6 +90,19 @@ def explore_parser() -> argparse.ArgumentParser:
     parser.add_argument("--passes", action="append", default=[], metavar="STAGE=PIPELINE",
                         help="override a stage's pass pipeline (repeatable)")
     parser.add_argument("--no-gpu", action="store_true", help="run through the interpreter")
+    parser.add_argument("--signature", action="append", default=[], metavar="KERNEL=TYPES",
+                        help="compile KERNEL for these argument types, e.g. "
+                             "'add_kernel=*fp32,*fp32,*fp32,i32' (repeatable; for kernels the "
+                             "script defines but does not launch)")
+    parser.add_argument("--constexpr", action="append", default=[],
+                        metavar="[KERNEL.]NAME=VALUE",
+                        help="a constexpr for --signature kernels and unlaunched ones "
+                             "(repeatable), e.g. BLOCK=1024")
+    parser.add_argument("--triton", action="store_true",
+                        help="run FILE under the real Triton (installed) with its IR dumps on")
+    parser.add_argument("--from-triton", metavar="DUMP",
+                        help="open the real Triton's artifacts: an MLIR_ENABLE_DUMP text, a "
+                             "TRITON_KERNEL_DUMP folder or a TritonParse .ndjson log")
     return parser
 
 
@@ -93,10 +111,15 @@ def compare_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tile-explore compare",
                                      description="Compare two pass pipelines on a file's kernels.")
     parser.add_argument("file")
-    parser.add_argument("--pipeline", action="append", required=True,
+    parser.add_argument("--pipeline", action="append", default=[],
                         help="a pipeline string (give it twice: A and B)")
     parser.add_argument("--stage", default="ttgir", choices=("ttir", "ttgir"))
     parser.add_argument("--no-gpu", action="store_true")
+    parser.add_argument("--against-triton", action="store_true",
+                        help="our pipeline beside the real Triton's, per stage")
+    parser.add_argument("--triton-dump", metavar="DUMP",
+                        help="with --against-triton: read Triton's artifacts from DUMP instead "
+                             "of running FILE under Triton")
     return parser
 
 
@@ -124,9 +147,9 @@ def _dump(traces: list, folder: Path) -> None:
     print(f"wrote {len(traces)} kernel trace(s) under {folder}")
 
 
-def _open_app(traces, messages, recompiler=None) -> int:
+def _open_app(traces, messages, recompiler=None, **prompt) -> int:
     from explorer.app import ExplorerApp          # textual only when the app opens
-    ExplorerApp(traces, messages, recompiler=recompiler).run()
+    ExplorerApp(traces, messages, recompiler=recompiler, **prompt).run()
     return 0
 
 
@@ -134,6 +157,8 @@ def explore(argv: list[str]) -> int:
     """The main mode: run or load, then dump, print JSON, or open the app."""
     own, script_args = _split_script_args(argv)
     args = explore_parser().parse_args(own)
+    if args.triton or args.from_triton:
+        return _explore_triton(args, script_args)
     trace_file = args.trace or (args.file if args.file and args.file.endswith(".json") else None)
     if trace_file:
         traces = _load_trace_file(trace_file)
@@ -152,21 +177,50 @@ def explore(argv: list[str]) -> int:
         return 2
     door = _door()
     pipelines = door.parse_stage_overrides(args.passes)
+    specs = door.parse_kernel_specs(args.signature, args.constexpr)
     progress = _progress_printer()
     # in headless modes the script's own prints go to stderr, so stdout stays parseable
     with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
         result = door.run_file(args.file, script_args, interpret=args.no_gpu,
-                               pipelines=pipelines, only_kernel=args.kernel, progress=progress)
+                               pipelines=pipelines, only_kernel=args.kernel, progress=progress,
+                               specs=specs)
     if progress is not None:
         sys.stderr.write("\r\x1b[K")
 
     def recompiler(trace, pipelines):
         return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name)).trace
 
-    return _finish(args, result.traces, result.messages, result.error, recompiler)
+    compiled = {trace.kernel_name for trace in result.traces}
+    prompt = {"signature_compiler": lambda text: door.compile_with_signature(result.kernels, text),
+              "uncompiled": sorted(set(result.kernels) - compiled)}
+    return _finish(args, result.traces, result.messages, result.error, recompiler, **prompt)
 
 
-def _finish(args, traces, messages, error, recompiler) -> int:
+def _triton_traces(file: str | None, dump: str | None, script_args: list) -> tuple:
+    """(traces, messages, error) of the real Triton: read from `dump`, or `file` run under it."""
+    door = _door()
+    if dump:
+        return door.load_triton(dump), [f"the real Triton's artifacts, read from {dump}"], None
+    if not file or not Path(file).is_file():
+        raise ValueError(f"{file}: no such file" if file else "--triton needs a kernel file")
+    run = door.run_under_triton(file, script_args)
+    return run.traces, run.messages, run.error
+
+
+def _explore_triton(args, script_args) -> int:
+    """`--triton FILE` / `--from-triton DUMP`: Triton's traces in the same views (no
+    recompiling: our compiler cannot rerun Triton's pipeline)."""
+    traces, messages, error = _triton_traces(None if args.from_triton else args.file,
+                                             args.from_triton, script_args)
+    if args.kernel:
+        traces = [t for t in traces if t.kernel_name == args.kernel]
+    if error and not traces and not (args.json or args.dump):
+        print(error, file=sys.stderr)
+        return 1
+    return _finish(args, traces, messages, error, recompiler=None)
+
+
+def _finish(args, traces, messages, error, recompiler, **prompt) -> int:
     if args.json:
         print(json.dumps(summary(traces, messages, error), indent=1, default=str))
         if error:
@@ -177,13 +231,16 @@ def _finish(args, traces, messages, error, recompiler) -> int:
             print(error, file=sys.stderr)
         _dump(traces, Path(args.dump))
         return 1 if error else 0
-    return _open_app(traces, ([error] if error else []) + messages, recompiler)   # error first
+    return _open_app(traces, ([error] if error else []) + messages, recompiler,   # error first
+                     **prompt)
 
 
 def compare(argv: list[str]) -> int:
     """`compare`: recompile each kernel with pipelines A and B and print the metrics table."""
     own, script_args = _split_script_args(argv)
     args = compare_parser().parse_args(own)
+    if args.against_triton:
+        return compare_against_triton(args, script_args)
     if len(args.pipeline) != 2:
         print("tile-explore compare: give --pipeline exactly twice (A and B)", file=sys.stderr)
         return 2
@@ -211,6 +268,33 @@ def compare(argv: list[str]) -> int:
         if untimed:
             print(f"runtime —: {untimed}")
     return 0
+
+
+def compare_against_triton(args, script_args) -> int:
+    """`compare FILE --against-triton`: our compile and Triton's, stage by stage."""
+    from explorer.triton_compare import pair_traces, stage_metrics
+    theirs, messages, error = _triton_traces(args.file, args.triton_dump, script_args)
+    for message in messages:
+        print(f"note: {message}", file=sys.stderr)
+    if error:
+        print(error, file=sys.stderr)
+    if not theirs:
+        print("tile-explore compare: Triton compiled no kernel", file=sys.stderr)
+        return 1
+    with contextlib.redirect_stdout(sys.stderr):      # stdout is for the table
+        result = _door().run_file(args.file, script_args, interpret=args.no_gpu)
+    if result.error:
+        print(result.error, file=sys.stderr)
+    for ours, triton in pair_traces(result.traces, theirs):
+        name = (ours or triton).kernel_name
+        left = stage_metrics(ours) if ours else {}
+        right = stage_metrics(triton) if triton else {}
+        print(f"\n{name}  (A = ours, B = Triton)"
+              + ("" if ours else "  [only Triton compiled it]")
+              + ("" if triton else "  [Triton did not compile it]"))
+        print(format_table(metric_rows(left or {k: None for k in right}, right),
+                           ("metric", "ours", "Triton", "Δ")))
+    return 1 if result.error and not result.traces else 0
 
 
 def _pipeline_metrics(trace, kernel, pipeline: str, stage: str, arguments) -> dict:
@@ -242,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             return bisect.main(argv[1:])
         if argv and argv[0] == "compare":
             return compare(argv[1:])
+        if argv and argv[0] == "serve":
+            from explorer import serve
+            return serve.main(argv[1:])
         return explore(argv)
     except CompilerMissing as missing:
         print(f"tile-explore: {missing}", file=sys.stderr)

@@ -11,6 +11,8 @@ import re
 
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+_SASS_LOC = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
+_SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s")
 
 
 def is_instruction(line: str) -> bool:
@@ -80,9 +82,15 @@ def _fill_merged(pairs: list) -> list:
 
 def ptx_line_map(ptx_text: str) -> dict:
     """{ttgir line: [[first PTX line, last PTX line], ...]} (1-based, ranges in order)."""
+    return _group_ranges(instruction_lines(ptx_text))
+
+
+def _group_ranges(pairs) -> dict:
+    """{ttgir line: [[first, last], ...]} from (text line, ttgir line or None) pairs in order:
+    consecutive lines of one op make one range; a None breaks the run."""
     result: dict = {}
     previous = None
-    for number, ttgir_line in instruction_lines(ptx_text):
+    for number, ttgir_line in pairs:
         if ttgir_line is None:
             previous = None
             continue
@@ -102,3 +110,23 @@ def python_line_map(op_python: dict) -> dict:
         py_line = int(where.rsplit(":", 2)[1])
         out.setdefault(py_line, []).append(ttgir_line)
     return out
+
+
+def sass_line_map(sass_text: str) -> dict:
+    """{ttgir line: [[first SASS line, last SASS line], ...]} from nvdisasm `-g` output, where
+    `//## File "NAME", line N` comments name the ttgir line (the PTX `.loc` line, which the
+    lowering sets to the op's ttgir line) of the instructions that follow. Comments for other
+    files than the first `.ttgir` one (inlined libdevice, say) break the run."""
+    pairs = []
+    current = None
+    ttgir_file = None
+    for number, line in enumerate(sass_text.splitlines(), start=1):
+        m = _SASS_LOC.match(line)
+        if m:
+            name, value = m.group(1), int(m.group(2))
+            if ttgir_file is None and name.endswith(".ttgir"):
+                ttgir_file = name
+            current = value if ttgir_file is None or name == ttgir_file else None
+        elif _SASS_INSTRUCTION.match(line):
+            pairs.append((number, current))
+    return _group_ranges(pairs)

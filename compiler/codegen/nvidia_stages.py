@@ -146,15 +146,28 @@ def _describe_cubin(cubin: bytes, info: dict) -> str:
 
 
 def stage_sass(state: CompileState) -> None:
-    """sass: disassemble the cubin (nvdisasm / cuobjdump) when one is on the PATH."""
+    """sass: disassemble the cubin (nvdisasm / cuobjdump: the PATH, the nvidia-cuda-nvdisasm
+    wheel, /usr/local/cuda), then the ttgir -> SASS line map from nvdisasm's line info. When
+    there is no SASS, `trace.sass_missing` says why (the explorer's SASS tab shows it)."""
+    from compiler.codegen.linemap import sass_line_map
     from compiler.codegen.sass import disassemble
-    if state.cubin is None or not state.options.build_sass:
+    if not state.options.build_sass:
+        state.trace.sass_missing = "SASS was not requested (build_sass=False)"
+        return
+    if state.cubin is None:
+        state.trace.sass_missing = ("no cubin to disassemble: "
+                                    + ("ptxas was not found" if state.options.build_cubin
+                                       else "cubin was not requested (build_cubin=False)"))
         return
     text = disassemble(state.cubin)
     if text is None:
-        state.trace.notes.append("no SASS: neither nvdisasm nor cuobjdump was found")
+        reason = ("no SASS: neither nvdisasm nor cuobjdump was found (pip install "
+                  "nvidia-cuda-nvdisasm, or put the CUDA toolkit's bin on the PATH)")
+        state.trace.notes.append(reason)
+        state.trace.sass_missing = reason
         return
     state.trace.stages["sass"] = text
+    state.trace.ttgir_to_sass = {str(k): v for k, v in sass_line_map(text).items()}
 
 
 #: The backend's stages in compilation order.

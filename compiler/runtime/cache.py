@@ -120,7 +120,8 @@ def compiler_fingerprint() -> str:
 def toolchain_versions(ptxas: str | None = None) -> dict:
     """Versions of the tools that shape the output: llvmlite and its LLVM, ptxas (identified by
     its path, size and modification time, which change with the binary and cost no process
-    start; `ptxas` is the path to use, else the one codegen would find), cuda-bindings."""
+    start; `ptxas` is the path to use, else the one codegen would find), nvdisasm (whether SASS is
+    produced), cuda-bindings."""
     versions: dict[str, str] = {}
     try:
         import llvmlite
@@ -129,15 +130,8 @@ def toolchain_versions(ptxas: str | None = None) -> dict:
         versions["llvm"] = ".".join(str(v) for v in llvm.llvm_version_info)
     except Exception as exc:
         versions["llvmlite"] = f"unavailable: {type(exc).__name__}"
-    path = ptxas or _find_ptxas()
-    if path:
-        try:
-            stat = os.stat(path)
-            versions["ptxas"] = f"{os.path.realpath(path)}:{stat.st_size}:{stat.st_mtime_ns}"
-        except OSError as exc:
-            versions["ptxas"] = f"unusable: {type(exc).__name__}"
-    else:
-        versions["ptxas"] = "absent"
+    versions["ptxas"] = _tool_identity(ptxas or _find_ptxas())
+    versions["nvdisasm"] = _tool_identity(_find_tool_quiet("nvdisasm"))
     try:
         from importlib.metadata import version
         versions["cuda-bindings"] = version("cuda-bindings")
@@ -146,13 +140,29 @@ def toolchain_versions(ptxas: str | None = None) -> dict:
     return versions
 
 
-def _find_ptxas() -> str | None:
-    """The ptxas the code generator uses (TILE_PTXAS_PATH, PATH, wheel, /usr/local/cuda)."""
+def _tool_identity(path: str | None) -> str:
+    """A tool binary's identity for the cache key: its real path, size and mtime, or why none."""
+    if not path:
+        return "absent"
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        return f"unusable: {type(exc).__name__}"
+    return f"{os.path.realpath(path)}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _find_tool_quiet(name: str) -> str | None:
+    """A CUDA tool's path as codegen finds it (None when absent or the finder is unavailable)."""
     try:
         from compiler.codegen.toolchain import find_tool
     except ImportError:
-        return shutil.which("ptxas")
-    return find_tool("ptxas")
+        return shutil.which(name)
+    return find_tool(name)
+
+
+def _find_ptxas() -> str | None:
+    """The ptxas the code generator uses (TILE_PTXAS_PATH, PATH, wheel, /usr/local/cuda)."""
+    return _find_tool_quiet("ptxas")
 
 
 # --------------------------------------------------------------------------------------------

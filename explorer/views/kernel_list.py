@@ -56,10 +56,19 @@ class KernelList(Vertical):
         table = self.query_one(DataTable)
         table.add_columns("kernel", "specialization", "grid", "launches", "time")
         for index, trace in enumerate(self.traces):
-            grid = "×".join(str(g) for g in trace.launches[0].grid) if trace.launches else "—"
-            table.add_row(*plain_row(trace.kernel_name, _spec_text(trace), grid,
-                                     len(trace.launches), _time_text(trace)), key=str(index))
+            self._add_row(table, index, trace)
         self.show_messages(self.messages)
+
+    def _add_row(self, table: DataTable, index: int, trace: CompileTrace) -> None:
+        grid = "×".join(str(g) for g in trace.launches[0].grid) if trace.launches else "—"
+        table.add_row(*plain_row(trace.kernel_name, _spec_text(trace), grid,
+                                 len(trace.launches), _time_text(trace)), key=str(index))
+
+    def add_trace(self, trace: CompileTrace) -> None:
+        """A row for a trace appended to the list (the signature prompt's compile)."""
+        if trace not in self.traces:
+            self.traces.append(trace)
+        self._add_row(self.query_one(DataTable), self.traces.index(trace), trace)
 
     def show_messages(self, messages: list[str]) -> None:
         """Show errors and notes (what was not run and why) under the table."""

@@ -1,6 +1,8 @@
 """Linked panes: the ttgir, its PTX and the Python source side by side. The cursor on a ttgir op
 highlights its PTX line ranges (trace.ttgir_to_ptx) and its Python line (trace.ttgir_op_python);
-on a PTX line, `o` jumps to the ttgir op that produced it."""
+on a PTX line, `o` jumps to the ttgir op that produced it. `s` switches the right pane between
+PTX and SASS (trace.ttgir_to_sass, from nvdisasm's line info); a SASS line links to its ttgir
+op and, through it, to that op's PTX lines."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -54,12 +56,13 @@ def expand_ranges(ranges: list) -> set[int]:
 class LinkedView(Vertical):
     """ttgir | PTX on top, the Python source below; the panes follow each other's cursor."""
 
-    BINDINGS = [Binding("o", "jump", "Jump to op")]
+    BINDINGS = [Binding("o", "jump", "Jump to op"), Binding("s", "toggle_machine", "PTX/SASS")]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.trace: CompileTrace | None = None
         self.inverse: dict = {}
+        self.machine = "ptx"         # the right pane's stage: "ptx" or "sass"
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="linked-top"):
@@ -71,13 +74,15 @@ class LinkedView(Vertical):
     def show_trace(self, trace: CompileTrace) -> None:
         """Load the three texts and the maps of a trace."""
         self.trace = trace
-        self.inverse = ptx_to_ttgir(trace.ttgir_to_ptx)
+        if self.machine == "sass" and not trace.stages.get("sass"):
+            self.machine = "ptx"
+        self.inverse = ptx_to_ttgir(self._machine_map())
         heat = region_heat(trace)            # in-kernel region times (explorer/heatmap.py)
-        for stage, widget_id in (("ttgir", "#linked-ttgir"), ("ptx", "#linked-ptx"),
+        for stage, widget_id in (("ttgir", "#linked-ttgir"), (self.machine, "#linked-ptx"),
                                  ("source", "#linked-python")):
             view = self.query_one(widget_id, CodeView)
             view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage))
-            if heat[stage]:
+            if heat.get(stage):
                 view._lines = render_heat(view._lines, heat[stage])
         if trace.regions:
             self.query_one("#linked-status", Static).update(heat_summary(trace))
@@ -94,20 +99,26 @@ class LinkedView(Vertical):
         elif event.view.id == "linked-ptx":
             owners = self.inverse.get(event.line, [])
             self.query_one("#linked-ttgir", CodeView).set_linked(owners)
+            name = self.machine.upper()
+            via = ""
+            if self.machine == "sass" and owners:
+                ptx = [f"{a}-{b}" if a != b else str(a) for owner in owners
+                       for a, b in self.trace.ttgir_to_ptx.get(str(owner), [])]
+                via = f" → PTX {', '.join(ptx) or 'none'}"
             self.query_one("#linked-status", Static).update(
-                f"PTX line {event.line} ← ttgir line(s) {', '.join(map(str, owners))} · o: jump"
-                if owners else f"PTX line {event.line}: no ttgir op recorded for it")
+                f"{name} line {event.line} ← ttgir line(s) {', '.join(map(str, owners))}{via}"
+                " · o: jump" if owners else f"{name} line {event.line}: no ttgir op recorded for it")
 
     def link_from_ttgir(self, line: int) -> None:
         """Highlight the PTX ranges and the Python line of the ttgir op on `line`."""
-        ranges = self.trace.ttgir_to_ptx.get(str(line), [])
+        ranges = self._machine_map().get(str(line), [])
         self.query_one("#linked-ptx", CodeView).set_linked(expand_ranges(ranges))
         file_line = python_line(self.trace.ttgir_op_python.get(str(line)))
         shown = source_stage_line(self.trace, file_line)
         self.query_one("#linked-python", CodeView).set_linked([shown] if shown else [])
         where = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges) or "none"
         self.query_one("#linked-status", Static).update(
-            f"ttgir line {line} → PTX {where}"
+            f"ttgir line {line} → {self.machine.upper()} {where}"
             + (f" · Python line {file_line}" if file_line else ""))
 
     def action_jump(self) -> None:
@@ -117,3 +128,20 @@ class LinkedView(Vertical):
             ttgir = self.query_one("#linked-ttgir", CodeView)
             ttgir.cursor = owners[0]
             ttgir.focus()
+
+    def _machine_map(self) -> dict:
+        """The ttgir -> right-pane line map of the stage shown there."""
+        if self.trace is None:
+            return {}
+        return self.trace.ttgir_to_sass if self.machine == "sass" else self.trace.ttgir_to_ptx
+
+    def action_toggle_machine(self) -> None:
+        """Show SASS instead of PTX in the right pane, or back; says why when there is no SASS."""
+        if self.trace is None:
+            return
+        if self.machine == "ptx" and not self.trace.stages.get("sass"):
+            self.query_one("#linked-status", Static).update(
+                f"no SASS for this kernel: {self.trace.sass_missing or 'no reason recorded'}")
+            return
+        self.machine = "sass" if self.machine == "ptx" else "ptx"
+        self.show_trace(self.trace)

@@ -14,6 +14,22 @@ from explorer.views.code_view import CodeView
 STAGE_ORDER = ("source", "ttir", "ttgir", "llir", "ptx", "sass")
 
 
+def present_stages(trace: CompileTrace) -> list:
+    """The stage tabs to show: the stages with text, and `sass` whenever the trace got as far
+    as PTX (its tab then says why there is no SASS instead of vanishing)."""
+    return [s for s in STAGE_ORDER
+            if trace.stages.get(s) or (s == "sass" and trace.stages.get("ptx"))]
+
+
+def stage_text(trace: CompileTrace, stage: str) -> str:
+    """A stage's text, or for a missing SASS the reason the compiler recorded."""
+    text = trace.stages.get(stage, "")
+    if stage == "sass" and not text:
+        reason = trace.sass_missing or "the compiler recorded no SASS and no reason"
+        return f"// no SASS for this kernel: {reason}\n"
+    return text
+
+
 class StageView(Vertical):
     """Tabs of the stages present in the trace above a CodeView of the chosen one."""
 
@@ -45,7 +61,7 @@ class StageView(Vertical):
         notes.update("\n".join(f"note: {note}" for note in trace.notes))
         notes.display = bool(trace.notes)
         tabs = self.query_one(Tabs)
-        present = [s for s in STAGE_ORDER if trace.stages.get(s)]
+        present = present_stages(trace)
         for stage in STAGE_ORDER:
             (tabs.show if stage in present else tabs.hide)(f"stage-{stage}")
         if present:
@@ -57,7 +73,7 @@ class StageView(Vertical):
             return
         self.stage = stage
         code = self.query_one(CodeView)
-        code.set_text(self.trace.stages.get(stage, ""), lexer_for_stage(stage))
+        code.set_text(stage_text(self.trace, stage), lexer_for_stage(stage))
         tabs = self.query_one(Tabs)
         if tabs.active != f"stage-{stage}":
             tabs.active = f"stage-{stage}"
@@ -77,7 +93,7 @@ class StageView(Vertical):
     def action_cycle(self, step: int) -> None:
         if self.trace is None:
             return
-        present = [s for s in STAGE_ORDER if self.trace.stages.get(s)]
+        present = present_stages(self.trace)
         if present:
             index = present.index(self.stage) if self.stage in present else 0
             self.show_stage(present[(index + step) % len(present)])
