@@ -362,3 +362,26 @@ def test_first_kernel_of_a_process_may_come_from_exec(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[0, 3, 6, 9]"
+
+
+@triton.jit
+def _row_scale_kernel(out_ptr, in_ptr, n_rows, n_cols, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        cols = tl.arange(0, BLOCK)
+        keep = cols < n_cols
+        vals = tl.load(in_ptr + row * n_cols + cols, mask=keep, other=0.0)
+        tl.store(out_ptr + row * n_cols + cols, vals * FACTOR, mask=keep)
+
+
+def test_warmup_for_the_interpreter_launches_there():
+    """A kernel warmed up while launches interpret (the occupancy pattern: warmup, read
+    n_regs / metadata.shared, `_init_handles()`, then `kernel[grid](all arguments)`) loads
+    nothing onto a GPU and runs its launch in the interpreter with the warmup's options."""
+    src = np.arange(5 * 24, dtype=np.float32).reshape(5, 24)
+    out = np.zeros_like(src)
+    kernel = _row_scale_kernel.warmup(out, src, 5, 24, FACTOR=3.0, BLOCK=32, num_warps=2,
+                                      grid=(1,), interpret=True)
+    kernel._init_handles()                      # would need a CUDA driver on the GPU path
+    assert kernel.metadata.num_warps == 2 and kernel.metadata.shared >= 0
+    kernel[(2, 1, 1)](out, src, 5, 24, 3.0, 32)
+    np.testing.assert_array_equal(out, src * 3.0)
