@@ -33,6 +33,8 @@ from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel so
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
+from compiler.runtime.tensor_wrapper import (TensorWrapper, reinterpret,  # noqa: F401
+                                            type_canonicalisation_dict)  # (Triton's names here)
 from compiler.runtime.specialization import (
     HANDLERS, ASTSource, Specialization, constexpr_entry, def_line, function_key, handler_for,
     launch_value, specialize_unspecialized, specialize_without_alignment, split_entries,

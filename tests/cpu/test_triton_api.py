@@ -385,3 +385,29 @@ def test_warmup_for_the_interpreter_launches_there():
     assert kernel.metadata.num_warps == 2 and kernel.metadata.shared >= 0
     kernel[(2, 1, 1)](out, src, 5, 24, 3.0, 32)
     np.testing.assert_array_equal(out, src * 3.0)
+
+
+@triton.jit
+def _top_nibble_kernel(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs) >> 28)
+
+
+def test_reinterpret_passes_a_tensor_as_another_element_type(aliased):
+    """`triton.reinterpret(t, tl.uint32)` makes an int32 tensor a `*u32` argument: the shift
+    is logical in the kernel, and writes land in the base tensor."""
+    torch = pytest.importorskip("torch")
+    from triton.runtime.jit import TensorWrapper, reinterpret, type_canonicalisation_dict
+    x = torch.tensor([-1, 0x7FFFFFFF, 5, -8], dtype=torch.int32)
+    y = torch.zeros(4, dtype=torch.int32)
+    wrapped = aliased.reinterpret(x, tl.uint32)
+    assert isinstance(wrapped, TensorWrapper) and wrapped.base is x and wrapped.dtype == tl.uint32
+    _top_nibble_kernel[(1,)](wrapped, reinterpret(y, tl.uint32), 4, interpret=True)
+    assert y.tolist() == [15, 7, 0, 15]
+    ttir = _top_nibble_kernel.warmup(wrapped, y, 4, grid=(1,)).asm["ttir"]
+    assert "arith.shrui" in ttir                                # unsigned: a logical shift
+    assert reinterpret(wrapped, tl.int32) is x                  # back to the base's own dtype
+    assert tl.str_to_ty(type_canonicalisation_dict["uint32"]) == tl.uint32
+    assert tl.str_to_ty("*fp16") == tl.pointer_type(tl.float16)
+    with pytest.raises(TypeError, match="widths must match"):
+        reinterpret(x, tl.float16)

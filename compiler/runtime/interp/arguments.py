@@ -1,7 +1,7 @@
 """Binding launch arguments to a kernel's parameters: arrays to addresses, scalars to dtypes.
 
 Pointer parameters take numpy arrays (or torch CPU tensors, through `.numpy()` views so that
-writes land in the tensor), whose dtype must match the pointee; `None` passes a null pointer.
+writes land in the tensor, or `reinterpret` wrappers of them), whose dtype must match the pointee; `None` passes a null pointer.
 Arrays in GPU memory (torch CUDA tensors, or anything with `to_numpy()` and
 `copy_from_numpy()` such as `DeviceArray`) are staged: copied to the host for the launch and
 copied back after it. Scalar parameters take Python or numpy numbers, converted to the
@@ -15,6 +15,7 @@ import numpy as np
 
 from compiler.dialects.tt import PointerType
 from compiler.ir.types import FloatType, IntegerType, Type
+from compiler.runtime.tensor_wrapper import TensorWrapper
 
 from .errors import InterpreterError, OpError
 from .memory import Memory
@@ -35,6 +36,8 @@ def host_array(value) -> tuple[np.ndarray | None, Callable[[], None] | None]:
     back to `value` after the launch (None when the array shares `value`'s memory)."""
     if isinstance(value, np.ndarray):
         return value, None
+    if isinstance(value, TensorWrapper):            # `triton.reinterpret`: the base's memory
+        return host_array(value.base)
     if type(value).__module__.split(".")[0] == "torch":
         import torch
         tensor = value.detach()
