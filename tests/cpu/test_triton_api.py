@@ -411,3 +411,58 @@ def test_reinterpret_passes_a_tensor_as_another_element_type(aliased):
     assert tl.str_to_ty("*fp16") == tl.pointer_type(tl.float16)
     with pytest.raises(TypeError, match="widths must match"):
         reinterpret(x, tl.float16)
+
+
+@triton.jit
+def _expand_axes_kernel(Y):
+    row = tl.arange(0, 4)
+    grid = tl.expand_dims(row, (-4, 2, -1))          # [4] -> [1, 4, 1, 1]
+    tl.static_assert(grid.shape == [1, 4, 1, 1])
+    col = tl.expand_dims(row, -2)                    # [4] -> [1, 4]
+    tl.store(Y + tl.reshape(grid, (4,)), tl.reshape(col, (4,)) * 2)
+
+
+@triton.jit
+def _expand_duplicate_kernel(Y):
+    tl.store(Y + tl.arange(0, 4), tl.reshape(tl.expand_dims(tl.arange(0, 4), (0, -3)), (4,)))
+
+
+@triton.jit
+def _expand_out_of_range_kernel(Y):
+    tl.store(Y + tl.arange(0, 4), tl.reshape(tl.expand_dims(tl.arange(0, 4), -3), (4,)))
+
+
+@triton.jit
+def _program_axis_kernel(Y):
+    tl.store(Y, tl.program_id(7))
+
+
+def test_expand_dims_axes_index_the_result():
+    """Axes (a tuple too) index the result: -1 is its last dimension; out of range or twice
+    the same (after normalizing) is an error naming the axis; program_id's axis likewise."""
+    y = np.zeros(4, dtype=np.int32)
+    _expand_axes_kernel[(1,)](y, interpret=True)
+    np.testing.assert_array_equal(y, [0, 2, 4, 6])
+    with pytest.raises(triton.CompilationError, match=r"duplicate axes, normalized axes = \[0, 0\]"):
+        _expand_duplicate_kernel[(1,)](y, interpret=True)
+    with pytest.raises(triton.CompilationError, match="invalid axis -3"):
+        _expand_out_of_range_kernel[(1,)](y, interpret=True)
+    with pytest.raises(triton.CompilationError, match="program_id axis must be 0, 1, or 2 but got 7"):
+        _program_axis_kernel[(1,)](y, interpret=True)
+
+
+@triton.jit
+def _fp8_widen_kernel(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs).to(tl.float32))
+
+
+def test_interpreter_names_torch_fp8_tensors_it_cannot_compute_on():
+    """torch float8 tensors (numpy has no such dtype) reach the interpreter as their bytes, and
+    it refuses them by the IR type it has no arithmetic for (not with torch's TypeError)."""
+    torch = pytest.importorskip("torch")
+    from compiler.runtime.interp.errors import InterpreterError
+    x = torch.tensor([0.5, -2.0, 3.0, 0.0]).to(torch.float8_e5m2)
+    y = torch.zeros(4)
+    with pytest.raises(InterpreterError, match="argument 0 'X'.*f8E5M2"):
+        _fp8_widen_kernel[(1,)](x, y, 4, interpret=True)

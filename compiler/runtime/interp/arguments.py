@@ -42,7 +42,10 @@ def host_array(value) -> tuple[np.ndarray | None, Callable[[], None] | None]:
         import torch
         tensor = value.detach()
         host = tensor.cpu() if tensor.device.type != "cpu" else tensor
-        raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else host
+        # numpy has no bfloat16 or float8: those are passed as their bits
+        raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else \
+            host.view(torch.uint8) if host.dtype.itemsize == 1 and host.dtype.is_floating_point \
+            else host
         writeback = (lambda: tensor.copy_(host)) if host is not tensor else None
         return raw.numpy(), writeback
     if hasattr(value, "to_numpy") and hasattr(value, "copy_from_numpy"):
