@@ -13,13 +13,15 @@ from compiler.runtime.autotuner import (Autotuner, Config, Heuristics, autotune,
                                         heuristics)
 from compiler.runtime.jit import (JITFunction, KernelArgumentError, KernelInterface,  # noqa: F401
                                   jit)
+from compiler.runtime.tensor_wrapper import TensorWrapper, reinterpret  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = ["jit", "autotune", "Config", "heuristics", "cdiv", "next_power_of_2", "constexpr",
            "language", "testing", "compile", "JITFunction", "KernelInterface", "Autotuner",
            "Heuristics", "CompilationError", "KernelArgumentError", "TritonError", "knobs",
-           "set_allocator", "runtime", "compiler", "tools", "OutOfResources"]
+           "set_allocator", "runtime", "compiler", "tools", "OutOfResources", "reinterpret",
+           "TensorWrapper"]
 
 
 def cdiv(x: int, y: int) -> int:

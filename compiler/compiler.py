@@ -48,6 +48,9 @@ class CompiledKernel:
         self.options = state.options
         self.from_disk_cache = False
         self._launcher = None
+        #: Set by `JITFunction.warmup` when its launches run in the interpreter: a function
+        #: `(grid, args) -> None` that launches there; `_init_handles` then loads nothing.
+        self.interpreted_launch = None
 
     @classmethod
     def from_cache(cls, entry, options: "CompileOptions") -> "CompiledKernel":
@@ -100,14 +103,19 @@ class CompiledKernel:
     def run(self, grid, *args, stream=None) -> None:
         """Launch with the kernel's arguments in signature order; constexpr arguments (entries
         "constexpr" in an ASTSource signature) may be passed too and are skipped."""
+        if self.interpreted_launch is not None:
+            self.interpreted_launch(grid, args)
+            return
         signature = list(self.trace.specialization.get("signature", {}).values())
         if len(args) == len(signature):
             args = tuple(a for a, kind in zip(args, signature) if kind != "constexpr")
         self.launch(grid, args, stream)
 
     def _init_handles(self) -> None:
-        """Load the module onto the GPU now (Triton loads it on first launch otherwise)."""
-        self.launcher()
+        """Load the module onto the GPU now (Triton loads it on first launch otherwise); a
+        kernel warmed up for the interpreter has nothing to load."""
+        if self.interpreted_launch is None:
+            self.launcher()
 
     @property
     def n_regs(self) -> int:

@@ -7,7 +7,7 @@ from . import math  # noqa: F401
 from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin,  # noqa: F401
                    const, constexpr, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5,
                    float8e5b16, float16, float32, float64, int1, int8, int16, int32, int64,
-                   pointer_type, tensor_descriptor,
+                   pointer_type, str_to_ty, tensor_descriptor,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401
 from .profile import profile  # noqa: F401

@@ -298,6 +298,12 @@ def dtype_from_signature(text: str) -> dtype:
     return DTYPES_BY_NAME[name]
 
 
+def str_to_ty(name: str, c=None) -> dtype:
+    """Triton's spelling of `dtype_from_signature` (the second argument, a constexpr value
+    Triton takes for "constexpr" entries, is unused: a signature type names a dtype)."""
+    return dtype_from_signature(name)
+
+
 class PropagateNan:
     """Whether tl.maximum / tl.minimum / tl.clamp return NaN when an operand is NaN (`ALL`)
     or the other operand (`NONE`, the default), with Triton's values."""

@@ -58,10 +58,10 @@ def _axis(x):
 
 
 # ---- program ids and ranges -------------------------------------------------------------------
-def _program_axis(axis) -> int:
+def _program_axis(axis, op: str) -> int:
     axis = _const(axis, "axis")
     if axis not in (0, 1, 2):
-        raise SemanticError(f"axis must be 0, 1 or 2, got {axis!r}")
+        raise SemanticError(f"{op} axis must be 0, 1, or 2 but got {axis!r}")
     return axis
 
 
@@ -69,14 +69,14 @@ def _program_axis(axis) -> int:
 def program_id(_sem, axis=constexpr(0)) -> tensor:
     """The index of this program instance along grid axis 0, 1 or 2 (an int32 scalar)."""
     from compiler.dialects import tt
-    return _sem._new(tt.GetProgramIdOp, [], core.int32, {"axis": int_attr(_program_axis(axis))})
+    return _sem._new(tt.GetProgramIdOp, [], core.int32, {"axis": int_attr(_program_axis(axis, "program_id"))})
 
 
 @builtin
 def num_programs(_sem, axis=constexpr(0)) -> tensor:
     """The number of program instances along grid axis 0, 1 or 2."""
     from compiler.dialects import tt
-    return _sem._new(tt.GetNumProgramsOp, [], core.int32, {"axis": int_attr(_program_axis(axis))})
+    return _sem._new(tt.GetNumProgramsOp, [], core.int32, {"axis": int_attr(_program_axis(axis, "num_programs"))})
 
 
 @builtin
@@ -272,11 +272,25 @@ def broadcast(_sem, input, other):
 
 @builtin
 def expand_dims(_sem, input, axis) -> tensor:
-    """Insert a dimension of size 1 at `axis` (an int or a tuple of ints)."""
+    """Insert dimensions of size 1 at `axis` (an int or a tuple of ints), each axis an index
+    into the result (negative ones counted from its end), no axis given twice."""
     axes = _const(axis, "axis")
-    axes = list(axes) if isinstance(axes, (tuple, list)) else [axes]
+    axes = [_const(a, "axis") for a in (axes if isinstance(axes, (tuple, list)) else [axes])]
     t = _sem.to_tensor(input)
-    for a in sorted(_const(a, "axis") for a in axes):
+    rank = (len(t.shape) if t.is_block() else 0) + len(axes)
+    normalized = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise SemanticError(f"tl.expand_dims: invalid axis {a}; the result has {rank} "
+                                f"dimension(s), so an axis is in [{-rank}, {rank})")
+        normalized.append(a + rank if a < 0 else a)
+    if len(set(normalized)) != len(normalized):
+        raise SemanticError(f"tl.expand_dims: duplicate axes, normalized axes = {normalized}")
+    if not t.is_block():
+        t = _sem.splat(t, (1,))
+        normalized = sorted(normalized)[1:]
+        rank -= 1
+    for a in sorted(normalized):
         t = _sem.expand_dims(t, a)
     return t
 

@@ -33,6 +33,8 @@ from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel so
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
+from compiler.runtime.tensor_wrapper import (TensorWrapper, reinterpret,  # noqa: F401
+                                            type_canonicalisation_dict)  # (Triton's names here)
 from compiler.runtime.specialization import (
     HANDLERS, ASTSource, Specialization, constexpr_entry, def_line, function_key, handler_for,
     launch_value, specialize_unspecialized, specialize_without_alignment, split_entries,
@@ -406,7 +408,7 @@ class JITFunction(KernelInterface):
         """Compile for these arguments without launching (works without a GPU) and return the
         compiled kernel. Arguments may be arrays or signature strings ("*fp32", "i32",
         "*fp16:16"); constexprs go by keyword or position as in a launch."""
-        bound, key = self.bind(*args, **kwargs)[:2]
+        bound, key, interpret = self.bind(*args, **kwargs)[:3]
         compiled = self._compiled.get(key)
         if compiled is None:
             spec = self._specialization(key, bound)
@@ -414,7 +416,15 @@ class JITFunction(KernelInterface):
                 compiled = self._compile_full(key, spec)
             except CompilationError as err:
                 raise _for_user(err) from err.__cause__
+        if self.will_interpret(interpret) and compiled.interpreted_launch is None:
+            options = {name: value for name, value in kwargs.items() if name not in self.arg_names and name != "interpret"}
+            compiled.interpreted_launch = functools.partial(self._interpreted_launch, options)
         return compiled
+
+    def _interpreted_launch(self, options: dict, grid, args: tuple) -> None:
+        """`compiled[grid](*args)` of a kernel warmed up for the interpreter: the launch the
+        warmup stood for (all arguments in order, constexprs included, and its options)."""
+        self.run(*args, grid=grid, interpret=True, **options)
 
     def bind(self, *args, **kwargs) -> tuple:
         """`(bound arguments, cache key, interpret, stream)` of a call: what `run` computes

@@ -34,6 +34,10 @@ DTYPE_NAMES = {
 #: Every scalar type a signature string may name.
 SCALAR_TYPES = frozenset(DTYPE_NAMES.values())
 
+#: triton.language dtype names (a `reinterpret` wrapper's dtype) -> the short name.
+_LANGUAGE_NAMES = {"int1": "i1", **{short: short for short in SCALAR_TYPES
+                                    if short.startswith(("fp", "bf"))}}
+
 _SIGNATURE_RE = re.compile(r"^(\*?)(\w+)(?::(16|1))?$")
 
 #: Entry of an int argument equal to 1: compiled as the constant 1 (Triton's equal_to_1).
@@ -65,7 +69,7 @@ def dtype_type_name(dtype) -> str | None:
         name = str(dtype)
     if name.startswith("torch."):
         name = name[len("torch."):]
-    return DTYPE_NAMES.get(name)
+    return DTYPE_NAMES.get(name) or _LANGUAGE_NAMES.get(name)
 
 
 def parse_signature_string(text: str) -> tuple[str, bool]:

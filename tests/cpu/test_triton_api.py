@@ -362,3 +362,107 @@ def test_first_kernel_of_a_process_may_come_from_exec(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[0, 3, 6, 9]"
+
+
+@triton.jit
+def _row_scale_kernel(out_ptr, in_ptr, n_rows, n_cols, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        cols = tl.arange(0, BLOCK)
+        keep = cols < n_cols
+        vals = tl.load(in_ptr + row * n_cols + cols, mask=keep, other=0.0)
+        tl.store(out_ptr + row * n_cols + cols, vals * FACTOR, mask=keep)
+
+
+def test_warmup_for_the_interpreter_launches_there():
+    """A kernel warmed up while launches interpret (the occupancy pattern: warmup, read
+    n_regs / metadata.shared, `_init_handles()`, then `kernel[grid](all arguments)`) loads
+    nothing onto a GPU and runs its launch in the interpreter with the warmup's options."""
+    src = np.arange(5 * 24, dtype=np.float32).reshape(5, 24)
+    out = np.zeros_like(src)
+    kernel = _row_scale_kernel.warmup(out, src, 5, 24, FACTOR=3.0, BLOCK=32, num_warps=2,
+                                      grid=(1,), interpret=True)
+    kernel._init_handles()                      # would need a CUDA driver on the GPU path
+    assert kernel.metadata.num_warps == 2 and kernel.metadata.shared >= 0
+    kernel[(2, 1, 1)](out, src, 5, 24, 3.0, 32)
+    np.testing.assert_array_equal(out, src * 3.0)
+
+
+@triton.jit
+def _top_nibble_kernel(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs) >> 28)
+
+
+def test_reinterpret_passes_a_tensor_as_another_element_type(aliased):
+    """`triton.reinterpret(t, tl.uint32)` makes an int32 tensor a `*u32` argument: the shift
+    is logical in the kernel, and writes land in the base tensor."""
+    torch = pytest.importorskip("torch")
+    from triton.runtime.jit import TensorWrapper, reinterpret, type_canonicalisation_dict
+    x = torch.tensor([-1, 0x7FFFFFFF, 5, -8], dtype=torch.int32)
+    y = torch.zeros(4, dtype=torch.int32)
+    wrapped = aliased.reinterpret(x, tl.uint32)
+    assert isinstance(wrapped, TensorWrapper) and wrapped.base is x and wrapped.dtype == tl.uint32
+    _top_nibble_kernel[(1,)](wrapped, reinterpret(y, tl.uint32), 4, interpret=True)
+    assert y.tolist() == [15, 7, 0, 15]
+    ttir = _top_nibble_kernel.warmup(wrapped, y, 4, grid=(1,)).asm["ttir"]
+    assert "arith.shrui" in ttir                                # unsigned: a logical shift
+    assert reinterpret(wrapped, tl.int32) is x                  # back to the base's own dtype
+    assert tl.str_to_ty(type_canonicalisation_dict["uint32"]) == tl.uint32
+    assert tl.str_to_ty("*fp16") == tl.pointer_type(tl.float16)
+    with pytest.raises(TypeError, match="widths must match"):
+        reinterpret(x, tl.float16)
+
+
+@triton.jit
+def _expand_axes_kernel(Y):
+    row = tl.arange(0, 4)
+    grid = tl.expand_dims(row, (-4, 2, -1))          # [4] -> [1, 4, 1, 1]
+    tl.static_assert(grid.shape == [1, 4, 1, 1])
+    col = tl.expand_dims(row, -2)                    # [4] -> [1, 4]
+    tl.store(Y + tl.reshape(grid, (4,)), tl.reshape(col, (4,)) * 2)
+
+
+@triton.jit
+def _expand_duplicate_kernel(Y):
+    tl.store(Y + tl.arange(0, 4), tl.reshape(tl.expand_dims(tl.arange(0, 4), (0, -3)), (4,)))
+
+
+@triton.jit
+def _expand_out_of_range_kernel(Y):
+    tl.store(Y + tl.arange(0, 4), tl.reshape(tl.expand_dims(tl.arange(0, 4), -3), (4,)))
+
+
+@triton.jit
+def _program_axis_kernel(Y):
+    tl.store(Y, tl.program_id(7))
+
+
+def test_expand_dims_axes_index_the_result():
+    """Axes (a tuple too) index the result: -1 is its last dimension; out of range or twice
+    the same (after normalizing) is an error naming the axis; program_id's axis likewise."""
+    y = np.zeros(4, dtype=np.int32)
+    _expand_axes_kernel[(1,)](y, interpret=True)
+    np.testing.assert_array_equal(y, [0, 2, 4, 6])
+    with pytest.raises(triton.CompilationError, match=r"duplicate axes, normalized axes = \[0, 0\]"):
+        _expand_duplicate_kernel[(1,)](y, interpret=True)
+    with pytest.raises(triton.CompilationError, match="invalid axis -3"):
+        _expand_out_of_range_kernel[(1,)](y, interpret=True)
+    with pytest.raises(triton.CompilationError, match="program_id axis must be 0, 1, or 2 but got 7"):
+        _program_axis_kernel[(1,)](y, interpret=True)
+
+
+@triton.jit
+def _fp8_widen_kernel(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs).to(tl.float32))
+
+
+def test_interpreter_names_torch_fp8_tensors_it_cannot_compute_on():
+    """torch float8 tensors (numpy has no such dtype) reach the interpreter as their bytes, and
+    it refuses them by the IR type it has no arithmetic for (not with torch's TypeError)."""
+    torch = pytest.importorskip("torch")
+    from compiler.runtime.interp.errors import InterpreterError
+    x = torch.tensor([0.5, -2.0, 3.0, 0.0]).to(torch.float8_e5m2)
+    y = torch.zeros(4)
+    with pytest.raises(InterpreterError, match="argument 0 'X'.*f8E5M2"):
+        _fp8_widen_kernel[(1,)](x, y, 4, interpret=True)

@@ -1,7 +1,7 @@
 """Binding launch arguments to a kernel's parameters: arrays to addresses, scalars to dtypes.
 
 Pointer parameters take numpy arrays (or torch CPU tensors, through `.numpy()` views so that
-writes land in the tensor), whose dtype must match the pointee; `None` passes a null pointer.
+writes land in the tensor, or `reinterpret` wrappers of them), whose dtype must match the pointee; `None` passes a null pointer.
 Arrays in GPU memory (torch CUDA tensors, or anything with `to_numpy()` and
 `copy_from_numpy()` such as `DeviceArray`) are staged: copied to the host for the launch and
 copied back after it. Scalar parameters take Python or numpy numbers, converted to the
@@ -15,6 +15,7 @@ import numpy as np
 
 from compiler.dialects.tt import PointerType
 from compiler.ir.types import FloatType, IntegerType, Type
+from compiler.runtime.tensor_wrapper import TensorWrapper
 
 from .errors import InterpreterError, OpError
 from .memory import Memory
@@ -35,11 +36,16 @@ def host_array(value) -> tuple[np.ndarray | None, Callable[[], None] | None]:
     back to `value` after the launch (None when the array shares `value`'s memory)."""
     if isinstance(value, np.ndarray):
         return value, None
+    if isinstance(value, TensorWrapper):            # `triton.reinterpret`: the base's memory
+        return host_array(value.base)
     if type(value).__module__.split(".")[0] == "torch":
         import torch
         tensor = value.detach()
         host = tensor.cpu() if tensor.device.type != "cpu" else tensor
-        raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else host
+        # numpy has no bfloat16 or float8: those are passed as their bits
+        raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else \
+            host.view(torch.uint8) if host.dtype.itemsize == 1 and host.dtype.is_floating_point \
+            else host
         writeback = (lambda: tensor.copy_(host)) if host is not tensor else None
         return raw.numpy(), writeback
     if hasattr(value, "to_numpy") and hasattr(value, "copy_from_numpy"):
