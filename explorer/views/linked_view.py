@@ -46,6 +46,12 @@ def source_stage_line(trace: CompileTrace, file_line: int | None) -> int | None:
     return line if 1 <= line <= len(trace.stages.get("source", "").splitlines()) else None
 
 
+def stage_first_line(trace: CompileTrace, stage: str) -> int:
+    """The file line a stage's first line stands for: the kernel's line for `source` (so its
+    pane numbers lines as the file does), 1 for every IR."""
+    return (trace.source_line or 1) if stage == "source" else 1
+
+
 def expand_ranges(ranges: list) -> set[int]:
     """All lines in a list of [first, last] ranges."""
     return {line for first, last in ranges for line in range(first, last + 1)}
@@ -76,7 +82,8 @@ class LinkedView(Vertical):
         for stage, widget_id in (("ttgir", "#linked-ttgir"), ("ptx", "#linked-ptx"),
                                  ("source", "#linked-python")):
             view = self.query_one(widget_id, CodeView)
-            view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage))
+            view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage),
+                          stage_first_line(trace, stage))
             if heat[stage]:
                 view._lines = render_heat(view._lines, heat[stage])
         if trace.regions:
