@@ -334,14 +334,20 @@ def recorded_constexprs(trace: CompileTrace) -> dict | None:
     return {key: decode_constexpr(value) for key, value in data.items()}
 
 
-def recompile(trace: CompileTrace, pipelines: dict, kernel=None):
+def recompile(trace: CompileTrace, pipelines: dict, kernel=None, isolated: bool = False):
     """Compile a recorded kernel again with other pass pipelines ({stage: pipeline string});
     returns the CompiledKernel (`.trace` holds every stage, `.launch` runs it on a GPU).
+
+    With `isolated`, the compile runs in a worker process (`compiler.isolation`): an LLVM or
+    ptxas crash raises `CompileCrashed` (kernel, stage, pass) instead of killing the caller.
 
     With the kernel's JIT function (from a run) and a trace holding its specialization, the
     front end runs again on the recorded signature and JSON constexprs with the recorded
     options; otherwise (a saved trace, an old trace) the trace's ttir is compiled."""
-    from compiler.compiler import compile as compile_source
+    if isolated:
+        from compiler.isolation import compile_isolated as compile_source
+    else:
+        from compiler.compiler import compile as compile_source
     for text in pipelines.values():
         check_pipeline(text)
     options = recorded_options(trace)

@@ -141,7 +141,7 @@ def explore(argv: list[str]) -> int:
             traces = [t for t in traces if t.kernel_name == args.kernel]
 
         def reopen(trace, pipelines):
-            return _door().recompile(trace, pipelines).trace
+            return _door().recompile(trace, pipelines, isolated=True).trace
         return _finish(args, traces, [f"opened from {trace_file}"], None, recompiler=reopen)
     if not args.file:
         explore_parser().print_usage(sys.stderr)
@@ -161,7 +161,8 @@ def explore(argv: list[str]) -> int:
         sys.stderr.write("\r\x1b[K")
 
     def recompiler(trace, pipelines):
-        return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name)).trace
+        return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name),
+                              isolated=True).trace
 
     return _finish(args, result.traces, result.messages, result.error, recompiler)
 

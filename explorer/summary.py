@@ -19,7 +19,8 @@ def stage_sizes(trace: CompileTrace) -> str:
 def changed_passes(trace: CompileTrace) -> str:
     """How many passes ran and the names of those that changed the IR."""
     changed = [record.name for record in trace.passes if record.changed]
-    return f"{len(changed)} of {len(trace.passes)} changed: " + (", ".join(changed) or "none")
+    names = list(dict.fromkeys(changed))       # each name once, in first-change order
+    return f"{len(changed)} of {len(trace.passes)} changed: " + (", ".join(names) or "none")
 
 
 def convert_layout_path(trace: CompileTrace) -> str:

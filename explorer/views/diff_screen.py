@@ -210,23 +210,31 @@ class DiffScreen(Screen):
         Binding("u", "toggle_fold", "Fold unchanged"),
     ]
 
-    def __init__(self, record: PassRecord, before: str, after: str) -> None:
+    def __init__(self, record: PassRecord | None, before: str, after: str,
+                 title: str = "") -> None:
+        """The diff of one pass (`record`), or of any two texts under `title` (record None,
+        e.g. a stage of pipeline A against the same stage of B)."""
         super().__init__()
         self.record = record
+        self.title = title
         self.all_rows = side_by_side(before, after)
-        self.folded = record.changed    # an unchanged pass shows its whole IR
+        self.folded = record.changed if record else True   # an unchanged pass shows its IR
 
     def compose(self) -> ComposeResult:
         counts = change_counts(self.all_rows)
-        state = "changed" if self.record.changed else "unchanged"
-        yield Static(
-            f" pass {self.record.index}: {self.record.name} ({self.record.stage}) · {state} · "
-            f"-{counts['removed']} +{counts['added']} lines · "
-            f"convert_layout {self.record.convert_layout_count} · {self.record.wall_ms:.2f} ms",
-            id="diff-title", markup=False)
+        yield Static(self._title_text(counts), id="diff-title", markup=False)
         rows = fold_equal(self.all_rows) if self.folded else self.all_rows
         yield SideBySide(rows, id="diff-view")
         yield Footer()
+
+    def _title_text(self, counts: dict) -> str:
+        changes = f"-{counts['removed']} +{counts['added']} lines"
+        if self.record is None:
+            return f" {self.title} · {changes}"
+        record = self.record
+        state = "changed" if record.changed else "unchanged"
+        return (f" pass {record.index}: {record.name} ({record.stage}) · {state} · {changes} · "
+                f"convert_layout {record.convert_layout_count} · {record.wall_ms:.2f} ms")
 
     def on_mount(self) -> None:
         view = self.query_one(SideBySide)

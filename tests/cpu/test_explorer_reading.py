@@ -5,8 +5,6 @@ copy and save from any view; the kernel switcher; the command palette's commands
 list at 80x24; the kernel's story on the first screen."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import sys
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from explorer.diff import side_by_side
 from compiler.trace import CompileTrace, Launch, PassRecord
 
 sys.path.insert(0, str(Path(__file__).parent))
-from explorer_fixture import have_reference, reference_trace  # noqa: E402
+from explorer_fixture import have_reference, reference_trace, run_async  # noqa: E402
 
 needs_reference = pytest.mark.skipif(not have_reference(), reason="../shared/reference absent")
 
@@ -33,14 +31,6 @@ BEFORE = "a = tt.load %p : tensor<1024xf32, #blocked0>\nb = arith.addf a, a\nret
 AFTER = ("a = tt.load %p : tensor<1024xf32, #blocked1>\nb = arith.addf a, a\n"
          "c = ttg.convert_layout b : tensor<1024xf32, #blocked1> -> tensor<1024xf32, "
          "#blocked0_with_a_very_long_name_at_the_end_of_the_line>\nreturn\n")
-
-
-def run_async(test):
-    """Run an async test body with asyncio (the project does not depend on pytest-asyncio)."""
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(test(*args, **kwargs))
-    return wrapper
 
 
 def _small_trace(name: str = "tiny_kernel", launches=()) -> CompileTrace:

@@ -163,3 +163,13 @@ def test_describe_layout_gives_offsets_and_banks_of_nvmma_shared():
     assert [shared.banks[(r, 0)] for r in range(8)] == [0, 4, 8, 12, 16, 20, 24, 28]
     assert sorted(shared.offsets.values()) == list(range(64 * 64))
     assert shared.bases_table()[1] == ["offset", "0", "0", "1"]
+
+
+def test_recompile_isolated_runs_in_a_worker_and_matches(run):
+    trace = run.traces[0]
+    pipelines = {"ttgir": "convert-triton-to-tritongpu,coalesce"}
+    again = recompile(trace, pipelines, run.kernels["fill_kernel"], isolated=True)
+    assert [p.name for p in again.trace.passes_of("ttgir")] == ["convert-triton-to-tritongpu",
+                                                               "coalesce"]
+    assert again.trace.stages["ttgir"] == recompile(trace, pipelines,
+                                                    run.kernels["fill_kernel"]).trace.stages["ttgir"]
