@@ -1,6 +1,8 @@
 """The story of one kernel in a few lines, for the first screen: its stages with sizes, the
 passes that changed something, convert_layout through the pipeline, ptxas's registers / spills /
-shared memory, and its launch times grouped by problem size (grid and warps)."""
+shared memory, and its launch times grouped by problem size (the array arguments' shapes, the
+grid and the warps), with GB/s and TFLOP/s where the kernel's `launch_metadata` declared bytes
+or flops (recorded on each launch, `Launch.declared`)."""
 from __future__ import annotations
 
 import statistics
@@ -47,19 +49,40 @@ def resources(trace: CompileTrace) -> str:
     return " · ".join(parts)
 
 
+def throughput(declared: dict, time_ms: float) -> str:
+    """` · 812 GB/s · 95.1 TFLOP/s` from declared bytes and flops over a time ('' if none)."""
+    if not declared or not time_ms:
+        return ""
+    parts = []
+    if declared.get("bytes"):
+        parts.append(f"{declared['bytes'] / (time_ms * 1e-3) / 1e9:.4g} GB/s")
+    flops = sum(v for k, v in declared.items() if k.startswith("flops"))
+    if flops:
+        parts.append(f"{flops / (time_ms * 1e-3) / 1e12:.4g} TFLOP/s")
+    return "".join(f" · {part}" for part in parts)
+
+
+def _shapes_text(shapes: tuple) -> str:
+    return " ".join("×".join(map(str, shape)) or "scalar" for shape in shapes)
+
+
 def launch_groups(trace: CompileTrace) -> list[str]:
-    """One line per problem size (grid, warps): launch count, median and min time."""
+    """One line per problem size (argument shapes, grid, warps): launch count, median and
+    min time, and the throughput the declared bytes / flops give at the median."""
     groups: dict = {}
     for launch in trace.launches:
         if launch.time_ms is not None:
-            key = (tuple(launch.grid), launch.num_warps, launch.backend)
-            groups.setdefault(key, []).append(launch.time_ms)
+            key = (tuple(launch.shapes), tuple(launch.grid), launch.num_warps, launch.backend)
+            groups.setdefault(key, []).append(launch)
     lines = []
-    for (grid, warps, backend), times in groups.items():
+    for (shapes, grid, warps, backend), launches in groups.items():
+        times = [launch.time_ms for launch in launches]
+        median = statistics.median(times)
         where = "gpu" if backend == "gpu" else "interp"
-        lines.append(f"grid {'×'.join(map(str, grid))} warps {warps}: {len(times)} × "
-                     f"median {statistics.median(times):.4g} ms, min {min(times):.4g} ms "
-                     f"({where})")
+        size = f"[{_shapes_text(shapes)}] " if shapes else ""
+        rate = throughput(launches[0].declared, median) if backend == "gpu" else ""
+        lines.append(f"{size}grid {'×'.join(map(str, grid))} warps {warps}: {len(times)} × "
+                     f"median {median:.4g} ms, min {min(times):.4g} ms ({where}){rate}")
     return lines or ["not launched"]
 
 

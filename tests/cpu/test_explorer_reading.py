@@ -210,4 +210,9 @@ def test_kernel_story_tells_stages_passes_resources_and_launch_groups():
     assert groups[0].startswith("grid 4×1×1 warps 4: 3 × median 2 ms, min 1 ms")
     assert groups[1].startswith("grid 64×1×1 warps 4: 1 ×")
     assert convert_layout_path(trace) == "1"
+    sized = [Launch(grid=(8, 1, 1), backend="gpu", time_ms=1.0, shapes=((1024, 1024), ()),
+                    declared={"bytes": 8e9, "flops16": 2e12})]
+    line = launch_groups(_small_trace(launches=sized))[0]
+    assert line.startswith("[1024×1024 scalar] grid 8×1×1")
+    assert line.endswith("8000 GB/s · 2000 TFLOP/s")
     assert "not launched" in kernel_story(_small_trace())

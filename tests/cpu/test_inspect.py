@@ -173,3 +173,36 @@ def test_recompile_isolated_runs_in_a_worker_and_matches(run):
                                                                "coalesce"]
     assert again.trace.stages["ttgir"] == recompile(trace, pipelines,
                                                     run.kernels["fill_kernel"]).trace.stages["ttgir"]
+
+
+DECLARED = textwrap.dedent('''
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+
+    def _meta(grid, kernel, args):
+        return {"name": "fill", "bytes": 4 * args["n"], "flops32": args["n"]}
+
+
+    @triton.jit(launch_metadata=_meta)
+    def fill_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.full([BLOCK], 3.0, tl.float32), mask=offs < n)
+
+
+    x = np.zeros((4, 8), dtype=np.float32)
+    fill_kernel[(1,)](x, 32, BLOCK=32)
+''')
+
+
+def test_launches_record_argument_shapes_and_declared_bytes_and_flops(tmp_path):
+    path = tmp_path / "declared.py"
+    path.write_text(DECLARED)
+    result = run_file(path, interpret=True)
+    assert result.error is None, result.error
+    launch = result.traces[0].launches[0]
+    assert launch.shapes == ((4, 8),)
+    assert launch.declared == {"bytes": 128, "flops32": 32}
+    again = CompileTrace.from_dict(result.traces[0].to_dict()).launches[0]
+    assert again.shapes == ((4, 8),) and again.declared == launch.declared
