@@ -1,12 +1,13 @@
 """The compiler's one door for tools: everything the explorer asks of the compiler goes here.
 
     run_file(path, args, interpret=..., pipelines=...)   run a script under the recorder
-    recompile(trace, pipelines, kernel=None)              compile a recorded kernel again
+    recompile(trace, pipelines, kernel=None, isolated=)   compile a recorded kernel again
     list_passes()                                         the registered passes, docs, options
     check_pipeline(text) / parse_stage_overrides(items)   read and validate pipeline strings
     describe_layout(encoding_text, shape)                 a layout's map: owners or offsets/banks,
                                                           and its bases table
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
+    recompile_for_editor(trace, pipelines, kernel, args)  isolated recompile, timed on a GPU
     bisect(path, kernel=None, pipelines=None)             the first pass that changes results
 
 Settings travel as arguments (never through `os.environ`); the traces it hands back are
@@ -366,6 +367,21 @@ def recompile(trace: CompileTrace, pipelines: dict, kernel=None, isolated: bool 
         path = Path(folder) / f"{trace.kernel_name}.ttir"
         path.write_text(ttir)
         return compile_source(str(path), options=options, pipelines=pipelines)
+
+
+def recompile_for_editor(trace: CompileTrace, pipelines: dict, kernel=None,
+                         arguments=None) -> CompileTrace:
+    """The pipeline editor's B: `recompile(..., isolated=True)` (a crash is `CompileCrashed`,
+    not a dead app), then, on a GPU with the kernel's recorded launch `arguments`, one timed
+    launch record (the median of `time_on_gpu`) so that A and B compare by runtime too."""
+    compiled = recompile(trace, pipelines, kernel, isolated=True)
+    if arguments is not None and gpu_available():
+        from compiler.trace import Launch
+        warps = trace.launches[0].num_warps if trace.launches else 4
+        compiled.trace.launches.append(Launch(grid=tuple(arguments.grid), backend="gpu",
+                                              time_ms=time_on_gpu(compiled, arguments),
+                                              num_warps=warps))
+    return compiled.trace
 
 
 # ---- layouts ------------------------------------------------------------------------------------

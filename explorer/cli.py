@@ -161,8 +161,9 @@ def explore(argv: list[str]) -> int:
         sys.stderr.write("\r\x1b[K")
 
     def recompiler(trace, pipelines):
-        return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name),
-                              isolated=True).trace
+        arguments = result.recorder.arguments_of(trace) if result.recorder else None
+        return door.recompile_for_editor(trace, pipelines, result.kernels.get(trace.kernel_name),
+                                         arguments)
 
     return _finish(args, result.traces, result.messages, result.error, recompiler)
 

@@ -1,6 +1,6 @@
 """Linked panes: the ttgir, its PTX and the Python source side by side. The cursor on a ttgir op
 highlights its PTX line ranges (trace.ttgir_to_ptx) and its Python line (trace.ttgir_op_python);
-on a PTX line, `o` jumps to the ttgir op that produced it."""
+on a PTX line, `o` jumps to the ttgir op that produced it; `z` collapses the Python pane."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -60,7 +60,8 @@ def expand_ranges(ranges: list) -> set[int]:
 class LinkedView(Vertical):
     """ttgir | PTX on top, the Python source below; the panes follow each other's cursor."""
 
-    BINDINGS = [Binding("o", "jump", "Jump to op")]
+    BINDINGS = [Binding("o", "jump", "Jump to op"),
+                Binding("z", "collapse", "Collapse Python", show=False)]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -116,6 +117,13 @@ class LinkedView(Vertical):
         self.query_one("#linked-status", Static).update(
             f"ttgir line {line} → PTX {where}"
             + (f" · Python line {file_line}" if file_line else ""))
+
+    def action_collapse(self) -> None:
+        """Hide or show the Python pane, giving its rows to ttgir and PTX (small terminals)."""
+        python = self.query_one("#linked-python", CodeView)
+        python.display = not python.display
+        if not python.display and python.has_focus:
+            self.query_one("#linked-ttgir", CodeView).focus()
 
     def action_jump(self) -> None:
         ptx = self.query_one("#linked-ptx", CodeView)

@@ -121,6 +121,15 @@ async def test_python_pane_numbers_lines_as_the_file_does():
         assert python.first_line == 40
         first = "".join(s.text for s in python.render_line(0))
         assert first.lstrip().startswith("40 ")
+        ttgir = app.query_one("#linked-ttgir", CodeView)
+        ttgir.focus()
+        height = ttgir.size.height
+        await pilot.press("z")                       # collapse the Python pane
+        await pilot.pause()
+        assert not python.display and ttgir.size.height > height
+        await pilot.press("z")
+        await pilot.pause()
+        assert python.display
         await pilot.press("2")
         stage = app.query_one("#stage-code", CodeView)
         assert stage.first_line == 1

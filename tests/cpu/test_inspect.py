@@ -206,3 +206,19 @@ def test_launches_record_argument_shapes_and_declared_bytes_and_flops(tmp_path):
     assert launch.declared == {"bytes": 128, "flops32": 32}
     again = CompileTrace.from_dict(result.traces[0].to_dict()).launches[0]
     assert again.shapes == ((4, 8),) and again.declared == launch.declared
+
+
+def test_the_editors_recompile_is_isolated_and_timed_when_a_gpu_is_there(run, monkeypatch):
+    import compiler.inspect as door
+    from types import SimpleNamespace
+    trace = run.traces[0]
+    pipelines = {"ttgir": "convert-triton-to-tritongpu"}
+    b = door.recompile_for_editor(trace, pipelines, run.kernels["fill_kernel"], None)
+    assert b.launches == [] and b.passes_of("ttgir")[0].name == "convert-triton-to-tritongpu"
+    timed = []
+    monkeypatch.setattr(door, "gpu_available", lambda: True)
+    monkeypatch.setattr(door, "time_on_gpu", lambda kernel, args: timed.append(kernel) or 0.25)
+    b = door.recompile_for_editor(trace, pipelines, run.kernels["fill_kernel"],
+                                  SimpleNamespace(grid=(1, 1, 1)))
+    assert [(l.backend, l.time_ms, l.grid) for l in b.launches] == [("gpu", 0.25, (1, 1, 1))]
+    assert timed and timed[0].trace is not trace
