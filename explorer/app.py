@@ -108,8 +108,10 @@ class ExplorerApp(App):
         self.action_show_view("stages")
 
     def action_show_view(self, name: str) -> None:
-        """Switch to a view and focus its main widget."""
-        self.query_one(TabbedContent).active = name
+        """Switch to a view and focus its main widget (closing any screen over the views:
+        a diff, B's views, a prompt)."""
+        self.to_main_screen()
+        self.query_one("#views", TabbedContent).active = name
         targets = {"kernels": "#kernel-table", "stages": "#stage-code", "passes": "#pass-table",
                    "layouts": "#layout-code", "linked": "#linked-ttgir",
                    "pipeline": "#pipeline-table", "timings": "#launch-table"}
@@ -122,10 +124,13 @@ class ExplorerApp(App):
     def select_kernel(self, index: int) -> None:
         """Make kernel `index` current (every view follows) and show its stages."""
         if 0 <= index < len(self.traces):
-            while len(self.screen_stack) > 1:
-                self.pop_screen()
             self.kernel_index = index
             self.action_show_view("stages")
+
+    def to_main_screen(self) -> None:
+        """Close every screen pushed over the views."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
 
     def action_switch_kernel(self) -> None:
         """Open the kernel list as a modal; the chosen kernel becomes current."""

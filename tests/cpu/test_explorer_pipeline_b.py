@@ -77,8 +77,10 @@ async def test_completion_crash_and_b_in_the_views_of_a():
         assert "#b2" in "\n".join(app.screen.query_one("#stage-code").raw_lines)
         await pilot.press("p")
         assert app.screen.query_one("#pass-table").row_count == len(a.passes)
-        await pilot.press("escape")
+        await pilot.press("6")                         # a view key closes B's screen
         await pilot.pause()
+        assert not isinstance(app.screen, ResultScreen)
+        assert app.query_one("#views").active == "pipeline"
         # a crash of the compile worker is an error line; the app and the last B live on
         await pilot.press("a", *"licm", "enter", "r")
         await app.workers.wait_for_complete()
