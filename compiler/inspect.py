@@ -1,12 +1,13 @@
 """The compiler's one door for tools: everything the explorer asks of the compiler goes here.
 
     run_file(path, args, interpret=..., pipelines=...)   run a script under the recorder
-    recompile(trace, pipelines, kernel=None)              compile a recorded kernel again
+    recompile(trace, pipelines, kernel=None, isolated=)   compile a recorded kernel again
     list_passes()                                         the registered passes, docs, options
     check_pipeline(text) / parse_stage_overrides(items)   read and validate pipeline strings
     describe_layout(encoding_text, shape)                 a layout's map: owners or offsets/banks,
                                                           and its bases table
     gpu_available() / time_on_gpu(kernel, arguments)      time another build on recorded data
+    recompile_for_editor(trace, pipelines, kernel, args)  isolated recompile, timed on a GPU
     bisect(path, kernel=None, pipelines=None)             the first pass that changes results
     parse_kernel_specs(sigs, constexprs)                  --signature / --constexpr for run_file
     compile_with_signature(kernels, text)                 the explorer's signature prompt
@@ -407,14 +408,20 @@ def recorded_constexprs(trace: CompileTrace) -> dict | None:
     return {key: decode_constexpr(value) for key, value in data.items()}
 
 
-def recompile(trace: CompileTrace, pipelines: dict, kernel=None):
+def recompile(trace: CompileTrace, pipelines: dict, kernel=None, isolated: bool = False):
     """Compile a recorded kernel again with other pass pipelines ({stage: pipeline string});
     returns the CompiledKernel (`.trace` holds every stage, `.launch` runs it on a GPU).
+
+    With `isolated`, the compile runs in a worker process (`compiler.isolation`): an LLVM or
+    ptxas crash raises `CompileCrashed` (kernel, stage, pass) instead of killing the caller.
 
     With the kernel's JIT function (from a run) and a trace holding its specialization, the
     front end runs again on the recorded signature and JSON constexprs with the recorded
     options; otherwise (a saved trace, an old trace) the trace's ttir is compiled."""
-    from compiler.compiler import compile as compile_source
+    if isolated:
+        from compiler.isolation import compile_isolated as compile_source
+    else:
+        from compiler.compiler import compile as compile_source
     for text in pipelines.values():
         check_pipeline(text)
     options = recorded_options(trace)
@@ -433,6 +440,21 @@ def recompile(trace: CompileTrace, pipelines: dict, kernel=None):
         path = Path(folder) / f"{trace.kernel_name}.ttir"
         path.write_text(ttir)
         return compile_source(str(path), options=options, pipelines=pipelines)
+
+
+def recompile_for_editor(trace: CompileTrace, pipelines: dict, kernel=None,
+                         arguments=None) -> CompileTrace:
+    """The pipeline editor's B: `recompile(..., isolated=True)` (a crash is `CompileCrashed`,
+    not a dead app), then, on a GPU with the kernel's recorded launch `arguments`, one timed
+    launch record (the median of `time_on_gpu`) so that A and B compare by runtime too."""
+    compiled = recompile(trace, pipelines, kernel, isolated=True)
+    if arguments is not None and gpu_available():
+        from compiler.trace import Launch
+        warps = trace.launches[0].num_warps if trace.launches else 4
+        compiled.trace.launches.append(Launch(grid=tuple(arguments.grid), backend="gpu",
+                                              time_ms=time_on_gpu(compiled, arguments),
+                                              num_warps=warps))
+    return compiled.trace
 
 
 # ---- layouts ------------------------------------------------------------------------------------

@@ -106,6 +106,8 @@ class Launch:
     backend: str                    # "gpu" (CUDA events) or "interpreter" (wall time)
     time_ms: float | None = None
     num_warps: int = 4
+    shapes: tuple = ()              # shapes of the array arguments: the problem size
+    declared: dict = field(default_factory=dict)   # launch_metadata's numbers: bytes, flops16
 
 
 @dataclass
@@ -169,7 +171,8 @@ class CompileTrace:
         data = _known_fields(cls, data)
         data["passes"] = [PassRecord(**_known_fields(PassRecord, p))
                           for p in data.get("passes", [])]
-        data["launches"] = [Launch(**{**_known_fields(Launch, lch), "grid": tuple(lch["grid"])})
+        data["launches"] = [Launch(**{**_known_fields(Launch, lch), "grid": tuple(lch["grid"]),
+                                      "shapes": tuple(tuple(s) for s in lch.get("shapes", ()))})
                             for lch in data.get("launches", [])]
         return cls(**data)
 

@@ -166,7 +166,7 @@ def explore(argv: list[str]) -> int:
             traces = [t for t in traces if t.kernel_name == args.kernel]
 
         def reopen(trace, pipelines):
-            return _door().recompile(trace, pipelines).trace
+            return _door().recompile(trace, pipelines, isolated=True).trace
         return _finish(args, traces, [f"opened from {trace_file}"], None, recompiler=reopen)
     if not args.file:
         explore_parser().print_usage(sys.stderr)
@@ -188,7 +188,9 @@ def explore(argv: list[str]) -> int:
         sys.stderr.write("\r\x1b[K")
 
     def recompiler(trace, pipelines):
-        return door.recompile(trace, pipelines, result.kernels.get(trace.kernel_name)).trace
+        arguments = result.recorder.arguments_of(trace) if result.recorder else None
+        return door.recompile_for_editor(trace, pipelines, result.kernels.get(trace.kernel_name),
+                                         arguments)
 
     compiled = {trace.kernel_name for trace in result.traces}
     prompt = {"signature_compiler": lambda text: door.compile_with_signature(result.kernels, text),

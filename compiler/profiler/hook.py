@@ -13,13 +13,11 @@ scopes change.
 """
 from __future__ import annotations
 
-from numbers import Number
-
 from compiler.profiler.data import WALL_TIME
 from compiler.profiler.regions import attach_regions
 from compiler.profiler.state import STATE, Site, active_sessions, now_ns, path_for
 from compiler.runtime import recording
-from compiler.runtime.recording import LaunchInfo, LaunchObserver
+from compiler.runtime.recording import LaunchInfo, LaunchObserver, declared_metadata
 
 
 def specialization_label(launch: LaunchInfo) -> str:
@@ -46,21 +44,9 @@ QUIET_PLAN = (_nothing, _nothing)
 
 
 def hook_metrics(launch: LaunchInfo) -> tuple[str | None, dict]:
-    """The kernel's `launch_metadata(grid, kernel, args)` result as (name or None, numeric
-    metrics); as in Triton, `grid` has three dims and `args` holds every argument by name."""
-    metadata_fn = getattr(launch.jit, "launch_metadata", None)
-    if metadata_fn is None:
-        return None, {}
-    grid = launch.grid + (1,) * (3 - len(launch.grid))      # Triton passes three dims
-    result = metadata_fn(grid, launch.entry.kernel, launch.named_arguments()) or {}
-    if not isinstance(result, dict):
-        raise TypeError(f"launch_metadata of {launch.kernel_name} returned "
-                        f"{type(result).__name__}; it must return a dict such as "
-                        f"{{'name': ..., 'flops16': ..., 'bytes': ...}}")
-    name = result.get("name")
-    metrics = {k: v for k, v in result.items()
-               if k != "name" and isinstance(v, Number) and not isinstance(v, bool)}
-    return (str(name) if name is not None else None), metrics
+    """The kernel's `launch_metadata` result as (name or None, numeric metrics); see
+    `recording.declared_metadata`, which the launch records use as well."""
+    return declared_metadata(launch)
 
 
 class LaunchHook(LaunchObserver):

@@ -16,6 +16,8 @@ its fast path (the fast launch hands a cache hit to `observed_launch` while one 
 """
 from __future__ import annotations
 
+from numbers import Number
+
 import time
 import weakref
 from contextlib import contextmanager
@@ -140,6 +142,39 @@ def remove_observer(observer) -> None:
     """Stop showing launches to `observer`."""
     QUIET.clear()
     OBSERVERS.remove(observer)
+
+
+def declared_metadata(info: LaunchInfo) -> tuple[str | None, dict]:
+    """The kernel's `launch_metadata(grid, kernel, args)` result as (name or None, numeric
+    metrics such as `bytes`, `flops16`); as in Triton, `grid` has three dims and `args` holds
+    every argument by name. (None, {}) when the kernel declares no `launch_metadata`."""
+    metadata_fn = getattr(info.jit, "launch_metadata", None)
+    if metadata_fn is None:
+        return None, {}
+    grid = info.grid + (1,) * (3 - len(info.grid))          # Triton passes three dims
+    result = metadata_fn(grid, info.entry.kernel, info.named_arguments()) or {}
+    if not isinstance(result, dict):
+        raise TypeError(f"launch_metadata of {info.kernel_name} returned "
+                        f"{type(result).__name__}; it must return a dict such as "
+                        f"{{'name': ..., 'flops16': ..., 'bytes': ...}}")
+    name = result.get("name")
+    metrics = {k: v for k, v in result.items()
+               if k != "name" and isinstance(v, Number) and not isinstance(v, bool)}
+    return (str(name) if name is not None else None), metrics
+
+
+def argument_shapes(arguments) -> tuple:
+    """The shape of each array-like argument (others are left out), the launch's problem
+    size as the explorer groups launches by it."""
+    shapes = []
+    for argument in arguments or ():
+        shape = getattr(argument, "shape", None)
+        if shape is not None and not isinstance(argument, type):
+            try:
+                shapes.append(tuple(int(d) for d in shape))
+            except (TypeError, ValueError):
+                continue
+    return tuple(shapes)
 
 
 class LaunchObserver:
@@ -268,20 +303,38 @@ def timed_launch(entry, grid, args, stream, backend: str, sources=None, jit=None
     if OBSERVERS:
         entry = _variant(entry, jit)
         _observed((entry, grid, args, stream, backend, jit, bound), _record_launch,
-                  (entry, grid, args, stream, backend, sources))
+                  (entry, grid, args, stream, backend, sources, jit, bound))
     else:
-        _record_launch(entry, grid, args, stream, backend, sources)
+        _record_launch(entry, grid, args, stream, backend, sources, jit, bound)
 
 
-def _record_launch(entry, grid, args, stream, backend: str, sources) -> None:
-    """Launch with timing and record the launch in every active Recorder."""
+def _declared(entry, grid, args, stream, backend, jit, bound) -> dict:
+    """The launch's declared bytes / flops for the trace; a `launch_metadata` that fails is a
+    note on the kernel's trace (once), not a failed launch."""
+    if getattr(jit, "launch_metadata", None) is None:
+        return {}
+    try:
+        return declared_metadata(LaunchInfo(entry, grid, args, stream, backend, jit, bound))[1]
+    except Exception as error:  # the user's function: its failure is reported, not raised
+        note = f"launch_metadata failed, so no bytes/flops were recorded: {error}"
+        if entry.trace is not None and note not in entry.trace.notes:
+            entry.trace.notes.append(note)
+        return {}
+
+
+def _record_launch(entry, grid, args, stream, backend: str, sources, jit=None,
+                   bound=None) -> None:
+    """Launch with timing and record the launch in every active Recorder: its time, the
+    shapes of its array arguments and the bytes / flops its `launch_metadata` declares."""
     if backend == "gpu":
         time_ms = _gpu_timed(entry, grid, args, stream)
     else:
         start = time.perf_counter()
         entry.launch(grid, args, stream)
         time_ms = (time.perf_counter() - start) * 1e3
-    launch = Launch(grid=grid, backend=backend, time_ms=time_ms, num_warps=entry.num_warps)
+    launch = Launch(grid=grid, backend=backend, time_ms=time_ms, num_warps=entry.num_warps,
+                    shapes=argument_shapes(sources if sources is not None else bound),
+                    declared=_declared(entry, grid, args, stream, backend, jit, bound))
     if entry.trace is not None:
         entry.trace.launches.append(launch)
     name = entry.trace.kernel_name if entry.trace is not None else "?"

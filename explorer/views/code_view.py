@@ -1,5 +1,9 @@
-"""CodeView: a scrollable, syntax-highlighted text with a cursor line, linked-line highlights and
-search. Every text pane of the explorer (stages, linked panes) is one of these.
+"""CodeView: a scrollable, syntax-highlighted text with a cursor line, linked-line highlights,
+search and a line selection (`v` marks one end, the cursor is the other). Every text pane of the
+explorer (stages, linked panes, the pipeline editor's IR) is one of these.
+
+The gutter numbers lines from `first_line` (the Python source starts at its file line), so the
+numbers shown are the file's, the same ones the status lines and errors use.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from textual.strip import Strip
 CURSOR_STYLE = Style(bgcolor="#264f78")
 LINKED_STYLE = Style(bgcolor="#4b3b00")
 MATCH_STYLE = Style(bgcolor="#5a1e5a")
+SELECTED_STYLE = Style(bgcolor="#1f3b5c")
 GUTTER_STYLE = Style(color="#6e7681")
 THEME = "monokai"
 
@@ -55,6 +60,7 @@ class CodeView(ScrollView, can_focus=True):
         Binding("end,G", "goto_end", "End", show=False),
         Binding("n", "next_match(1)", "Next match"),
         Binding("N", "next_match(-1)", "Prev match", show=False),
+        Binding("v", "mark", "Select", show=False),
     ]
 
     cursor = reactive(1)
@@ -74,17 +80,21 @@ class CodeView(ScrollView, can_focus=True):
         self.linked: set[int] = set()
         self.matches: list[int] = []
         self.query_text = ""
+        self.first_line = 1
+        self.mark: int | None = None
         self.set_text(text, lexer)
 
     # ---- content -------------------------------------------------------------------------
-    def set_text(self, text: str, lexer: Lexer | None = None) -> None:
-        """Replace the content; the cursor goes back to line 1."""
+    def set_text(self, text: str, lexer: Lexer | None = None, first_line: int = 1) -> None:
+        """Replace the content, numbered from `first_line`; the cursor goes back to the top."""
         text = text.expandtabs(8)
+        self.first_line = max(1, first_line)
+        self.mark = None
         self.raw_lines = text.splitlines()
         self._lines = highlight_lines(text, lexer)
         self.linked = set()
         self.matches = []
-        self._gutter = len(str(max(1, len(self._lines)))) + 1
+        self._gutter = len(str(max(1, len(self._lines) + self.first_line - 1))) + 1
         width = max((len(line) for line in self.raw_lines), default=0) + self._gutter + 1
         self.virtual_size = Size(width, len(self._lines))
         self.cursor = 1
@@ -108,6 +118,19 @@ class CodeView(ScrollView, can_focus=True):
         if self.matches:
             self.action_next_match(1, include_current=True)
         return len(self.matches)
+
+    def view_text(self, selection_only: bool = False) -> str:
+        """The text shown; with `selection_only` and a mark set, the selected lines only."""
+        lines = self.raw_lines
+        if selection_only and self.mark is not None:
+            first, last = sorted((self.mark, self.cursor))
+            lines = lines[first - 1:last]
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def action_mark(self) -> None:
+        """Start (or drop) a line selection at the cursor."""
+        self.mark = None if self.mark is not None else self.cursor
+        self.refresh()
 
     # ---- cursor --------------------------------------------------------------------------
     def validate_cursor(self, value: int) -> int:
@@ -157,7 +180,8 @@ class CodeView(ScrollView, can_focus=True):
         if index >= len(self._lines):
             return Strip.blank(width, self.rich_style)
         number = index + 1
-        gutter = Segment(str(number).rjust(self._gutter - 1) + " ", GUTTER_STYLE)
+        shown = number + self.first_line - 1
+        gutter = Segment(str(shown).rjust(self._gutter - 1) + " ", GUTTER_STYLE)
         line = self._lines[index].copy()
         if self.query_text and number in self.matches:
             lower, needle = self.raw_lines[index].lower(), self.query_text.lower()
@@ -174,6 +198,9 @@ class CodeView(ScrollView, can_focus=True):
             return strip.apply_style(Style(bgcolor="#30363d"))
         if number in self.linked:
             return strip.apply_style(LINKED_STYLE)
+        if self.mark is not None and min(self.mark, self.cursor) <= number <= max(
+                self.mark, self.cursor):
+            return strip.apply_style(SELECTED_STYLE)
         return strip.apply_style(self.rich_style)
 
     def on_focus(self) -> None:

@@ -1,4 +1,6 @@
-"""The kernel list: every compiled specialization with its grid, launch count and time."""
+"""The kernel list: every compiled specialization with its time, launch count and grid, and
+below it the story of the highlighted kernel (explorer/summary.py). The time comes before the
+long specialization column, which is elided, so that 80 columns always show the time."""
 from __future__ import annotations
 
 import statistics
@@ -9,10 +11,19 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from compiler.trace import CompileTrace
+from explorer.summary import kernel_story
 from explorer.views.plain import plain, plain_row
 
+SPEC_WIDTH = 20     # longer specializations are elided in the table (full text in the story)
 
-def _spec_text(trace: CompileTrace) -> str:
+
+def elide(text: str, width: int) -> str:
+    """`text` cut to `width` characters with an ellipsis when longer."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def spec_text(trace: CompileTrace) -> str:
+    """A specialization as `BLOCK=1024, warps=4` (its signature when it has no constexprs)."""
     spec = trace.specialization or {}
     constexprs = spec.get("constexprs") or {}
     parts = [f"{k}={v}" for k, v in constexprs.items()]
@@ -22,7 +33,7 @@ def _spec_text(trace: CompileTrace) -> str:
     return ", ".join(parts) or str(spec.get("signature", ""))
 
 
-def _time_text(trace: CompileTrace) -> str:
+def time_text(trace: CompileTrace) -> str:
     times = [launch.time_ms for launch in trace.launches if launch.time_ms is not None]
     if not times:
         return "not launched"
@@ -47,6 +58,8 @@ class KernelList(Vertical):
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="kernel-story-scroll"):
+            yield Static(id="kernel-story", markup=False)
         with VerticalScroll(id="kernel-messages-scroll"):
             yield Static(id="kernel-messages")
         yield Static("Enter opens the highlighted kernel · 1-7 switch views · ? help",
@@ -54,15 +67,29 @@ class KernelList(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("kernel", "specialization", "grid", "launches", "time")
+        table.add_columns("kernel", "time", "launches", "grid", "specialization")
         for index, trace in enumerate(self.traces):
             self._add_row(table, index, trace)
         self.show_messages(self.messages)
+        self.show_story(0)
+
+    def show_story(self, index: int) -> None:
+        """Show the summary of kernel `index` under the table."""
+        story = self.query_one("#kernel-story", Static)
+        if 0 <= index < len(self.traces):
+            story.update(kernel_story(self.traces[index]))
+        self.query_one("#kernel-story-scroll").display = 0 <= index < len(self.traces)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key is not None and event.row_key.value is not None:
+            self.show_story(int(event.row_key.value))
 
     def _add_row(self, table: DataTable, index: int, trace: CompileTrace) -> None:
         grid = "×".join(str(g) for g in trace.launches[0].grid) if trace.launches else "—"
-        table.add_row(*plain_row(trace.kernel_name, _spec_text(trace), grid,
-                                 len(trace.launches), _time_text(trace)), key=str(index))
+        table.add_row(*plain_row(elide(trace.kernel_name, 24), time_text(trace),
+                                 len(trace.launches), grid,
+                                 elide(spec_text(trace), SPEC_WIDTH)), key=str(index))
 
     def add_trace(self, trace: CompileTrace) -> None:
         """A row for a trace appended to the list (the signature prompt's compile)."""

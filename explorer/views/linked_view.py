@@ -2,7 +2,7 @@
 highlights its PTX line ranges (trace.ttgir_to_ptx) and its Python line (trace.ttgir_op_python);
 on a PTX line, `o` jumps to the ttgir op that produced it. `s` switches the right pane between
 PTX and SASS (trace.ttgir_to_sass, from nvdisasm's line info); a SASS line links to its ttgir
-op and, through it, to that op's PTX lines."""
+op and, through it, to that op's PTX lines. `z` collapses the Python pane."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -48,6 +48,12 @@ def source_stage_line(trace: CompileTrace, file_line: int | None) -> int | None:
     return line if 1 <= line <= len(trace.stages.get("source", "").splitlines()) else None
 
 
+def stage_first_line(trace: CompileTrace, stage: str) -> int:
+    """The file line a stage's first line stands for: the kernel's line for `source` (so its
+    pane numbers lines as the file does), 1 for every IR."""
+    return (trace.source_line or 1) if stage == "source" else 1
+
+
 def expand_ranges(ranges: list) -> set[int]:
     """All lines in a list of [first, last] ranges."""
     return {line for first, last in ranges for line in range(first, last + 1)}
@@ -56,7 +62,8 @@ def expand_ranges(ranges: list) -> set[int]:
 class LinkedView(Vertical):
     """ttgir | PTX on top, the Python source below; the panes follow each other's cursor."""
 
-    BINDINGS = [Binding("o", "jump", "Jump to op"), Binding("s", "toggle_machine", "PTX/SASS")]
+    BINDINGS = [Binding("o", "jump", "Jump to op"), Binding("s", "toggle_machine", "PTX/SASS"),
+                Binding("z", "collapse", "Collapse Python", show=False)]
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -81,7 +88,8 @@ class LinkedView(Vertical):
         for stage, widget_id in (("ttgir", "#linked-ttgir"), (self.machine, "#linked-ptx"),
                                  ("source", "#linked-python")):
             view = self.query_one(widget_id, CodeView)
-            view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage))
+            view.set_text(trace.stages.get(stage, ""), lexer_for_stage(stage),
+                          stage_first_line(trace, stage))
             if heat.get(stage):
                 view._lines = render_heat(view._lines, heat[stage])
         if trace.regions:
@@ -120,6 +128,13 @@ class LinkedView(Vertical):
         self.query_one("#linked-status", Static).update(
             f"ttgir line {line} → {self.machine.upper()} {where}"
             + (f" · Python line {file_line}" if file_line else ""))
+
+    def action_collapse(self) -> None:
+        """Hide or show the Python pane, giving its rows to ttgir and PTX (small terminals)."""
+        python = self.query_one("#linked-python", CodeView)
+        python.display = not python.display
+        if not python.display and python.has_focus:
+            self.query_one("#linked-ttgir", CodeView).focus()
 
     def action_jump(self) -> None:
         ptx = self.query_one("#linked-ptx", CodeView)

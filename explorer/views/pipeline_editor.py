@@ -2,7 +2,10 @@
 background worker and compare the result (B) with the trace it started from (A).
 
 The app supplies `recompiler(trace, pipelines) -> CompileTrace` (the CLI wires it to
-`compiler.compile`); a failing recompile shows its error and keeps the last good result."""
+`compiler.inspect.recompile(..., isolated=True)`, a worker process, so a crash of LLVM or ptxas
+is an error here and the app lives); a failing recompile shows its error and keeps the last good
+result. The add-pass input completes pass names and options from the registry; `b` shows B's
+stages and pass timeline in A's views, `d` the A/B diff of the edited stage."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +22,9 @@ from compiler.inspect import (PipelineError, check_pipeline, format_item, format
                               parse_pipeline_text)
 from compiler.trace import CompileTrace
 from explorer.metrics import metric_rows, trace_metrics
+from explorer.views.diff_screen import DiffScreen
+from explorer.views.pass_suggester import PassSuggester
+from explorer.views.result_screen import ResultScreen
 from explorer.views.plain import plain_row
 
 EDITABLE_STAGES = ("ttir", "ttgir")
@@ -63,6 +69,8 @@ class PipelineEditor(Horizontal):
         Binding("K", "move(-1)", "Up"),
         Binding("J", "move(1)", "Down"),
         Binding("t", "switch_stage", "Stage"),
+        Binding("b", "show_b", "B views"),
+        Binding("d", "diff_ab", "A/B diff"),
     ]
 
     class Recompiled(Message):
@@ -84,7 +92,8 @@ class PipelineEditor(Horizontal):
         with Vertical(id="pipeline-left"):
             yield Static(id="pipeline-title", markup=False)
             yield DataTable(id="pipeline-table", cursor_type="row")
-            yield Input(placeholder="pass name, e.g. cse or licm{max-depth=2}", id="pipeline-add")
+            yield Input(placeholder="pass name, e.g. cse or licm{max-depth=2} (→ completes)",
+                        id="pipeline-add", suggester=PassSuggester())
         with Vertical(id="pipeline-right"):
             yield DataTable(id="compare-table", cursor_type="row")
             yield Static(id="pipeline-status", markup=False)
@@ -221,6 +230,24 @@ class PipelineEditor(Horizontal):
             " · runtime of B: not measured (the editor recompiles, it does not launch; "
             "`tile-explore compare` times both on a GPU)")
         self.set_status(f"recompiled · B is the edited pipeline{no_runtime}")
+
+    # ---- B in A's views ------------------------------------------------------------------------
+    def action_show_b(self) -> None:
+        """B's stages and pass timeline in the same views as A's."""
+        if self.result is None:
+            self.set_status("no B yet: r recompiles with the edited pipeline", error=True)
+            return
+        self.app.push_screen(ResultScreen(self.result, self.pipelines()))
+
+    def action_diff_ab(self) -> None:
+        """The side-by-side diff of the edited stage's output, A against B."""
+        if self.trace is None or self.result is None:
+            self.set_status("no B yet: r recompiles with the edited pipeline", error=True)
+            return
+        before = self.trace.stages.get(self.stage, "")
+        after = self.result.stages.get(self.stage, "")
+        self.app.push_screen(DiffScreen(None, before, after,
+                                        title=f"{self.stage}: A (left) against B (right)"))
 
     def refresh_compare(self) -> None:
         """Redraw the A/B metrics table."""

@@ -10,6 +10,7 @@ from textual.widgets import Input, Static, Tab, Tabs
 from compiler.trace import CompileTrace
 from explorer.lexers import lexer_for_stage
 from explorer.views.code_view import CodeView
+from explorer.views.linked_view import stage_first_line
 
 STAGE_ORDER = ("source", "ttir", "ttgir", "llir", "ptx", "sass")
 
@@ -73,7 +74,8 @@ class StageView(Vertical):
             return
         self.stage = stage
         code = self.query_one(CodeView)
-        code.set_text(stage_text(self.trace, stage), lexer_for_stage(stage))
+        code.set_text(stage_text(self.trace, stage), lexer_for_stage(stage),
+                      stage_first_line(self.trace, stage))
         tabs = self.query_one(Tabs)
         if tabs.active != f"stage-{stage}":
             tabs.active = f"stage-{stage}"

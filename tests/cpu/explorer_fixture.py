@@ -7,6 +7,8 @@ the ttgir and the `.loc` lines of the PTX. Launch times are the ones MEASURED.md
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 from pathlib import Path
 
@@ -167,3 +169,11 @@ def reference_trace(kernel: str, with_passes: bool = True) -> CompileTrace:
 def have_reference() -> bool:
     """Whether ../shared/reference is present (tests skip without it)."""
     return (REFERENCE / "softmax.per-pass-dump.txt").exists()
+
+
+def run_async(test):
+    """Run an async test body with asyncio (the project does not depend on pytest-asyncio)."""
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+    return wrapper

@@ -3,8 +3,6 @@ open a kernel, switch stages, search, open a pass diff, move the cursor on a ttg
 the PTX highlight, look at layouts, edit the pipeline and recompile, read the timings."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -21,17 +19,9 @@ from explorer.views.pipeline_editor import PipelineEditor
 from explorer.views.stage_view import StageView
 
 sys.path.insert(0, str(Path(__file__).parent))
-from explorer_fixture import have_reference, reference_trace  # noqa: E402
+from explorer_fixture import have_reference, reference_trace, run_async  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_reference(), reason="../shared/reference absent")
-
-
-def run_async(test):
-    """Run an async test body with asyncio (the project does not depend on pytest-asyncio)."""
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(test(*args, **kwargs))
-    return wrapper
 
 
 @pytest.fixture(scope="module")

@@ -167,3 +167,62 @@ def test_describe_layout_gives_offsets_and_banks_of_nvmma_shared():
     assert [shared.banks[(r, 0)] for r in range(8)] == [0, 4, 8, 12, 16, 20, 24, 28]
     assert sorted(shared.offsets.values()) == list(range(64 * 64))
     assert shared.bases_table()[1] == ["offset", "0", "0", "1"]
+
+
+def test_recompile_isolated_runs_in_a_worker_and_matches(run):
+    trace = run.traces[0]
+    pipelines = {"ttgir": "convert-triton-to-tritongpu,coalesce"}
+    again = recompile(trace, pipelines, run.kernels["fill_kernel"], isolated=True)
+    assert [p.name for p in again.trace.passes_of("ttgir")] == ["convert-triton-to-tritongpu",
+                                                               "coalesce"]
+    assert again.trace.stages["ttgir"] == recompile(trace, pipelines,
+                                                    run.kernels["fill_kernel"]).trace.stages["ttgir"]
+
+
+DECLARED = textwrap.dedent('''
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+
+    def _meta(grid, kernel, args):
+        return {"name": "fill", "bytes": 4 * args["n"], "flops32": args["n"]}
+
+
+    @triton.jit(launch_metadata=_meta)
+    def fill_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.full([BLOCK], 3.0, tl.float32), mask=offs < n)
+
+
+    x = np.zeros((4, 8), dtype=np.float32)
+    fill_kernel[(1,)](x, 32, BLOCK=32)
+''')
+
+
+def test_launches_record_argument_shapes_and_declared_bytes_and_flops(tmp_path):
+    path = tmp_path / "declared.py"
+    path.write_text(DECLARED)
+    result = run_file(path, interpret=True)
+    assert result.error is None, result.error
+    launch = result.traces[0].launches[0]
+    assert launch.shapes == ((4, 8),)
+    assert launch.declared == {"bytes": 128, "flops32": 32}
+    again = CompileTrace.from_dict(result.traces[0].to_dict()).launches[0]
+    assert again.shapes == ((4, 8),) and again.declared == launch.declared
+
+
+def test_the_editors_recompile_is_isolated_and_timed_when_a_gpu_is_there(run, monkeypatch):
+    import compiler.inspect as door
+    from types import SimpleNamespace
+    trace = run.traces[0]
+    pipelines = {"ttgir": "convert-triton-to-tritongpu"}
+    b = door.recompile_for_editor(trace, pipelines, run.kernels["fill_kernel"], None)
+    assert b.launches == [] and b.passes_of("ttgir")[0].name == "convert-triton-to-tritongpu"
+    timed = []
+    monkeypatch.setattr(door, "gpu_available", lambda: True)
+    monkeypatch.setattr(door, "time_on_gpu", lambda kernel, args: timed.append(kernel) or 0.25)
+    b = door.recompile_for_editor(trace, pipelines, run.kernels["fill_kernel"],
+                                  SimpleNamespace(grid=(1, 1, 1)))
+    assert [(l.backend, l.time_ms, l.grid) for l in b.launches] == [("gpu", 0.25, (1, 1, 1))]
+    assert timed and timed[0].trace is not trace

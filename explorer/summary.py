@@ -1,0 +1,99 @@
+"""The story of one kernel in a few lines, for the first screen: its stages with sizes, the
+passes that changed something, convert_layout through the pipeline, ptxas's registers / spills /
+shared memory, and its launch times grouped by problem size (the array arguments' shapes, the
+grid and the warps), with GB/s and TFLOP/s where the kernel's `launch_metadata` declared bytes
+or flops (recorded on each launch, `Launch.declared`)."""
+from __future__ import annotations
+
+import statistics
+
+from compiler.trace import CompileTrace
+
+STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "sass")
+
+
+def stage_sizes(trace: CompileTrace) -> str:
+    """`ttir 40 · ttgir 52 · ...`: the line count of every stage present."""
+    return " · ".join(f"{stage} {len(trace.stages[stage].splitlines())}"
+                      for stage in STAGES if trace.stages.get(stage))
+
+
+def changed_passes(trace: CompileTrace) -> str:
+    """How many passes ran and the names of those that changed the IR."""
+    changed = [record.name for record in trace.passes if record.changed]
+    names = list(dict.fromkeys(changed))       # each name once, in first-change order
+    return f"{len(changed)} of {len(trace.passes)} changed: " + (", ".join(names) or "none")
+
+
+def convert_layout_path(trace: CompileTrace) -> str:
+    """convert_layout counts after each ttgir pass, repeated values collapsed: `0 → 7 → 3`."""
+    counts = [record.convert_layout_count for record in trace.passes if record.stage == "ttgir"]
+    path: list[int] = []
+    for count in counts:
+        if not path or path[-1] != count:
+            path.append(count)
+    return " → ".join(map(str, path)) if path else "no ttgir passes"
+
+
+def resources(trace: CompileTrace) -> str:
+    """ptxas's report (registers, spills, shared memory), or why there is none."""
+    info = trace.cubin_info or {}
+    if not info:
+        return "no ptxas report (no cubin was built)"
+    parts = [f"{info.get('registers', '?')} registers"]
+    spills = int(info.get("spill_stores", 0) or 0) + int(info.get("spill_loads", 0) or 0)
+    parts.append(f"{spills} spill bytes" if spills else "no spills")
+    smem = info.get("shared_memory")
+    if smem is not None:
+        parts.append(f"{smem} B shared")
+    return " · ".join(parts)
+
+
+def throughput(declared: dict, time_ms: float) -> str:
+    """` · 812 GB/s · 95.1 TFLOP/s` from declared bytes and flops over a time ('' if none)."""
+    if not declared or not time_ms:
+        return ""
+    parts = []
+    if declared.get("bytes"):
+        parts.append(f"{declared['bytes'] / (time_ms * 1e-3) / 1e9:.4g} GB/s")
+    flops = sum(v for k, v in declared.items() if k.startswith("flops"))
+    if flops:
+        parts.append(f"{flops / (time_ms * 1e-3) / 1e12:.4g} TFLOP/s")
+    return "".join(f" · {part}" for part in parts)
+
+
+def _shapes_text(shapes: tuple) -> str:
+    return " ".join("×".join(map(str, shape)) or "scalar" for shape in shapes)
+
+
+def launch_groups(trace: CompileTrace) -> list[str]:
+    """One line per problem size (argument shapes, grid, warps): launch count, median and
+    min time, and the throughput the declared bytes / flops give at the median."""
+    groups: dict = {}
+    for launch in trace.launches:
+        if launch.time_ms is not None:
+            key = (tuple(launch.shapes), tuple(launch.grid), launch.num_warps, launch.backend)
+            groups.setdefault(key, []).append(launch)
+    lines = []
+    for (shapes, grid, warps, backend), launches in groups.items():
+        times = [launch.time_ms for launch in launches]
+        median = statistics.median(times)
+        where = "gpu" if backend == "gpu" else "interp"
+        size = f"[{_shapes_text(shapes)}] " if shapes else ""
+        rate = throughput(launches[0].declared, median) if backend == "gpu" else ""
+        lines.append(f"{size}grid {'×'.join(map(str, grid))} warps {warps}: {len(times)} × "
+                     f"median {median:.4g} ms, min {min(times):.4g} ms ({where}){rate}")
+    return lines or ["not launched"]
+
+
+def kernel_story(trace: CompileTrace) -> str:
+    """The first screen's summary of one kernel, as plain text."""
+    lines = [f"{trace.kernel_name}",
+             f"stages: {stage_sizes(trace)}",
+             f"passes: {changed_passes(trace)}",
+             f"convert_layout: {convert_layout_path(trace)}",
+             f"ptxas: {resources(trace)}",
+             "launches:"]
+    lines += [f"  {line}" for line in launch_groups(trace)]
+    lines += [f"note: {note}" for note in trace.notes]
+    return "\n".join(lines)
