@@ -113,3 +113,20 @@ def verify_cast_kinds(source_kind: str, result_kind: str, width_order: str = "")
         if width_order == ">" and not src.width > dst.width:
             raise VerificationError(op, f"must narrow: {src} to {dst}")
     return verify
+
+
+def dot_types_text(p, op) -> str:
+    """The ` : A * B -> R` tail dot-like ops print (tt.dot, ttng.warp_group_dot)."""
+    a, b = op.operands[0], op.operands[1]
+    return f" : {p.type(a.type)} * {p.type(b.type)} -> {p.type(op.results[0].type)}"
+
+
+def parse_dot_types(ps):
+    """Read the ` : A * B -> R` tail of a dot-like op; the result type R (the operand types
+    are the operands' own)."""
+    ps.expect(":")
+    ps.type()
+    ps.expect("*")
+    ps.type()
+    ps.expect("->")
+    return ps.type()

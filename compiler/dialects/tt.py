@@ -20,8 +20,8 @@ from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineR
 from compiler.ir.traits import Terminator as TerminatorTrait
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import (ANY, define_op, dialect, expect_operands, set_attribute_kinds, set_counts,
-                     verify_same_shape, verify_same_type)
+from .common import (ANY, define_op, dialect, dot_types_text, expect_operands, parse_dot_types,
+                     set_attribute_kinds, set_counts, verify_same_shape, verify_same_type)
 
 TT = dialect("tt")
 
@@ -567,12 +567,10 @@ class _DotSyntax(Syntax):
     """`%a, %b, %c, inputPrecision = tf32 : Ta * Tb -> Tc`."""
 
     def print(self, p, op, indent):
-        a, b, c = op.operands
         prec = op.attributes.get("inputPrecision")
         prec_text = f", inputPrecision = {prec.value}" if prec is not None else ""
         rest = p.attr_dict(op.attributes, exclude=("inputPrecision",))
-        return (f"{op.name} {p.values(op.operands)}{prec_text}{rest} : {p.type(a.type)} * "
-                f"{p.type(b.type)} -> {p.type(op.results[0].type)}")
+        return f"{op.name} {p.values(op.operands)}{prec_text}{rest}" + dot_types_text(p, op)
 
     def parse(self, ps, cls, num_results):
         operands = ps.operand_list()
@@ -582,12 +580,7 @@ class _DotSyntax(Syntax):
             ps.expect("=")
             attrs["inputPrecision"] = StringAttr(ps.identifier())
         attrs.update(ps.attr_dict())
-        ps.expect(":")
-        ps.type()
-        ps.expect("*")
-        ps.type()
-        ps.expect("->")
-        return OpParts(operands, [ps.type()], attrs)
+        return OpParts(operands, [parse_dot_types(ps)], attrs)
 
 
 def _verify_dot(op):

@@ -16,26 +16,20 @@ from compiler.dialects.ttg import MemDescType
 from compiler.ir.types import TensorType
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, expect_operands, set_counts
+from .common import define_op, dot_types_text, expect_operands, parse_dot_types, set_counts
 
 
 class _WarpGroupDotSyntax(Syntax):
     """`ttng.warp_group_dot %a, %b, %c {attrs} : A * B -> R` (Triton's printed form)."""
 
     def print(self, p, op, indent):
-        a, b, _ = op.operands
-        return (f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : "
-                f"{p.type(a.type)} * {p.type(b.type)} -> {p.type(op.results[0].type)}")
+        return (f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)}"
+                + dot_types_text(p, op))
 
     def parse(self, ps, cls, num_results):
         operands = ps.operand_list()
         attrs = ps.attr_dict()
-        ps.expect(":")
-        ps.type()
-        ps.expect("*")
-        ps.type()
-        ps.expect("->")
-        return OpParts(operands, [ps.type()], attrs)
+        return OpParts(operands, [parse_dot_types(ps)], attrs)
 
 
 def _verify_warp_group_dot(op):
