@@ -213,8 +213,8 @@ def _compile_uncached(state: CompileState, first: str, stop_after: str | None) -
 
 def _state_from_source(src, opts: CompileOptions) -> CompileState:
     from compiler.frontend import generate_ttir
-    fn = getattr(src, "fn", src)
-    fn = getattr(fn, "fn", fn)
+    jit = getattr(src, "fn", src)            # the JITFunction: its source may be replaced
+    fn = getattr(jit, "fn", jit)
     name = fn.__name__
     code = getattr(fn, "__code__", None)
     trace = CompileTrace(kernel_name=name,
@@ -227,19 +227,23 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                                                              in src.constexprs.items()},
                                          "attrs": dict(getattr(src, "attrs", {}) or {}),
                                          "options": encode_options(opts)})
-    trace.stages["source"] = _function_source(fn)
+    trace.stages["source"] = _function_source(jit)
     start = time.perf_counter()
     with Watchdog(opts.stage_timeout_s, "frontend"):
-        module = generate_ttir(fn, src.signature, src.constexprs, getattr(src, "attrs", None),
+        module = generate_ttir(jit, src.signature, src.constexprs, getattr(src, "attrs", None),
                                opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 
 
 def _function_source(fn) -> str:
+    """The kernel's source text: what `_unsafe_update_src` gave it, else its file's text."""
     import inspect
+    updated = getattr(fn, "_updated_src", None)
+    if updated is not None:
+        return updated
     try:
-        return inspect.getsource(fn)
+        return inspect.getsource(getattr(fn, "fn", fn))
     except (OSError, TypeError):
         return ""
 

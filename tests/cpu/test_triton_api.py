@@ -228,6 +228,17 @@ def test_unsafe_update_src_recompiles_from_the_new_text():
     assert kernel.arg_names == ["X", "Y", "N"] and [p.name for p in kernel.params] == kernel.arg_names
 
 
+
+def test_unsafe_update_src_reaches_the_compiled_path():
+    """The GPU path (ASTSource -> ttir), not only the interpreter, compiles the replaced text
+    (Triton's test_core patches its templates this way; the H200 run failed 57 cases on it)."""
+    kernel = triton.JITFunction(_template.fn)
+    kernel._unsafe_update_src(kernel.src.replace("EXPR", "x * 3.0"))
+    src = triton.compiler.ASTSource(kernel, {"X": "*fp32", "Y": "*fp32"}, {"N": 8})
+    compiled = triton.compile(src, stop_after="ttir")
+    assert "arith.mulf" in compiled.asm["ttir"]
+    assert "x * 3.0" in compiled.asm["source"]
+
 def test_kernel_defined_by_exec_has_a_readable_source():
     text = textwrap.dedent(inspect.getsource(_template.fn)).replace("EXPR", "x + 5")
     namespace: dict = {}
