@@ -106,10 +106,20 @@ class CompiledKernel:
         if self.interpreted_launch is not None:
             self.interpreted_launch(grid, args)
             return
-        signature = list(self.trace.specialization.get("signature", {}).values())
-        if len(args) == len(signature):
-            args = tuple(a for a, kind in zip(args, signature) if kind != "constexpr")
-        self.launch(grid, args, stream)
+        self.launch(grid, self._runtime_args(args), stream)
+
+    def _runtime_args(self, args: tuple) -> tuple:
+        """`args` without the constexpr ones when all the kernel's parameters were passed in
+        order (Triton's compiled kernels take them all: tutorial 02 launches its warmed-up
+        kernel with BLOCK_SIZE and num_stages at the end); otherwise `args` as given."""
+        spec = self.trace.specialization
+        signature = spec.get("signature", {})
+        params = spec.get("params") or list(signature)
+        runtime = [name for name in params
+                   if name in signature and signature[name] != "constexpr"]
+        if len(args) == len(params) and len(params) != len(runtime):
+            return tuple(a for a, name in zip(args, params) if name in runtime)
+        return args
 
     def _init_handles(self) -> None:
         """Load the module onto the GPU now (Triton loads it on first launch otherwise); a
@@ -221,6 +231,7 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                          source_file=code.co_filename if code else "",
                          source_line=code.co_firstlineno if code else 0,
                          specialization={"signature": dict(src.signature),
+                                         "params": _parameter_names(fn),
                                          "constexprs": {k: repr(v) for k, v in
                                                         src.constexprs.items()},
                                          "constexprs_json": {k: encode_constexpr(v) for k, v
@@ -234,6 +245,15 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
                                opts.frontend_options())
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
+
+
+def _parameter_names(fn) -> list:
+    """The kernel's parameters in order, constexprs included."""
+    import inspect
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
 
 
 def _function_source(fn) -> str:

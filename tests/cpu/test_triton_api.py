@@ -477,3 +477,19 @@ def test_interpreter_names_torch_fp8_tensors_it_cannot_compute_on():
     y = torch.zeros(4)
     with pytest.raises(InterpreterError, match="argument 0 'X'.*f8E5M2"):
         _fp8_widen_kernel[(1,)](x, y, 4, interpret=True)
+
+
+@triton.jit
+def _rows(out, inp, stride, n, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(inp + offs * stride, mask=offs < n), mask=offs < n)
+
+
+def test_compiled_kernel_takes_constexprs_positionally_as_tritons_does():
+    """Tutorial 02 launches its warmed-up kernel with every parameter, constexprs included:
+    `kernel[grid](y, x, stride, n, BLOCK_SIZE, num_stages)`; the constexprs are dropped."""
+    src = triton.compiler.ASTSource(_rows, {"out": "*fp32", "inp": "*fp32", "stride": "i32",
+                                            "n": "i32"}, {"BLOCK": 64, "STAGES": 3})
+    kernel = triton.compile(src, stop_after="ttir")
+    assert kernel._runtime_args(("y", "x", 1, 7, 64, 3)) == ("y", "x", 1, 7)
+    assert kernel._runtime_args(("y", "x", 1, 7)) == ("y", "x", 1, 7)
