@@ -120,21 +120,29 @@ def test_record_op_verifier_wants_a_region_id():
 
 # ---- the pass ----------------------------------------------------------------------------------
 def test_pass_wraps_loop_bodies_memory_groups_and_the_kernel():
+    # each record carries the values its clock read is ordered against (region_flow): an
+    # enter the values of its own block flowing in (the loop body: its induction variable
+    # and iteration argument; the kernel: its arguments), an exit the values used after it
+    # (the loop body: the yielded sum); loop invariants (%offs_4) and constants are left out
     kernel = _instrumented(_loop_source(), "memory=true")
     filecheck(kernel.asm["ttgir"], f"""
         CHECK: tt.profile.slots = 256 : i32
-        CHECK: tt.profile_enter [[K:[0-9]+]] "kernel" {{kind = "kernel"}}
-        CHECK: scf.for
-        CHECK-NEXT: tt.profile_enter [[L:[0-9]+]] "{BODY}" {{kind = "loop"}}
-        CHECK: tt.profile_enter 0 "load" {{kind = "scope"}}
-        CHECK: tt.profile_enter [[M:[0-9]+]] "memory L{LOAD}"
-        CHECK-NEXT: tt.load
-        CHECK-NEXT: tt.profile_exit [[M]] "memory L{LOAD}"
-        CHECK: tt.profile_exit 0 "load"
-        CHECK: tt.profile_exit [[L]] "{BODY}"
-        CHECK-NEXT: scf.yield
+        CHECK: tt.profile_enter [[K:[0-9]+]] "kernel" %x_ptr, %n, %out_ptr {{kind = "kernel"}}
+        CHECK-SAME: : !tt.ptr<f32>, i32, !tt.ptr<f32>
+        CHECK: scf.for [[IV:%[a-z_0-9]+]] = {{{{.*}}}} iter_args([[ACC:%[a-z_0-9]+]] =
+        CHECK-NEXT: tt.profile_enter [[L:[0-9]+]] "{BODY}" [[IV]], [[ACC]] {{kind = "loop"}}
+        CHECK: tt.profile_enter 0 "load" [[IV]] {{kind = "scope"}} : i32
+        CHECK: [[PTR:%[a-z_0-9]+]] = tt.addptr
+        CHECK-NEXT: tt.profile_enter [[M:[0-9]+]] "memory L{LOAD}" [[PTR]]
+        CHECK-NEXT: [[V:%[a-z_0-9]+]] = tt.load
+        CHECK-NEXT: tt.profile_exit [[M]] "memory L{LOAD}" [[V]]
+        CHECK: tt.profile_exit 0 "load" [[V]]
+        CHECK: [[SUM:%[a-z_0-9]+]] = arith.addf [[ACC]], [[V]]
+        CHECK-NEXT: tt.profile_exit [[L]] "{BODY}" [[SUM]] {{kind = "loop"}}
+        CHECK-NEXT: scf.yield [[SUM]]
         CHECK: tt.store
-        CHECK: tt.profile_exit [[K]] "kernel"
+        CHECK-NEXT: tt.profile_exit {{{{[0-9]+}}}} "memory L{{{{[0-9]+}}}}" {{kind = "memory"}}
+        CHECK: tt.profile_exit [[K]] "kernel" {{kind = "kernel"}}
         CHECK-NEXT: tt.return
     """)
     record = [p for p in kernel.trace.passes if p.name == "instrument-regions"][0]
@@ -147,20 +155,22 @@ def test_pass_options_dots_and_whole_loops():
     kernel = _instrumented(ASTSource(dot_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32",
                                                   "c_ptr": "*fp32"}, {}, {}), "dots=true")
     filecheck(kernel.asm["ttgir"], """
-        CHECK: tt.profile_enter 0 "mma"
-        CHECK: tt.profile_enter [[D:[0-9]+]] "dot L{{[0-9]+}}" {kind = "dot"}
-        CHECK-NEXT: tt.dot
-        CHECK-NEXT: tt.profile_exit [[D]]
-        CHECK: tt.profile_exit 0 "mma"
+        CHECK: tt.profile_enter 0 "mma" {kind = "scope"}
+        CHECK: [[A:%[a-z_0-9]+]] = ttg.local_load
+        CHECK-NEXT: [[B:%[a-z_0-9]+]] = ttg.local_load
+        CHECK-NEXT: tt.profile_enter [[D:[0-9]+]] "dot L{{[0-9]+}}" [[A]], [[B]] {kind = "dot"}
+        CHECK-NEXT: [[C:%[a-z_0-9]+]] = tt.dot [[A]], [[B]]
+        CHECK-NEXT: tt.profile_exit [[D]] "dot L{{[0-9]+}}" [[C]]
+        CHECK-NEXT: tt.profile_exit 0 "mma" [[C]]
     """)
     whole = _instrumented(_loop_source(), "loops=whole,kernel=false").asm["ttgir"]
     filecheck(whole, f"""
         CHECK-NOT: "kernel"
-        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" {{kind = "loop"}}
-        CHECK-NEXT: scf.for
+        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" %n, {{{{.*}}}} {{kind = "loop"}}
+        CHECK-NEXT: [[R:%[0-9]+]] = scf.for
         CHECK: scf.yield
         CHECK-NEXT: }}
-        CHECK-NEXT: tt.profile_exit [[W]] "loop L{LOOP}"
+        CHECK-NEXT: tt.profile_exit [[W]] "loop L{LOOP}" [[R]] {{kind = "loop"}}
     """)
     with pytest.raises(PipelineError):
         pass_text("instrumentation:bogus=1")
