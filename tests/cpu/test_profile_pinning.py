@@ -1,0 +1,211 @@
+"""Region timestamps contain their region's work (issue 13 item 4): in the PTX and the SASS
+of instrumented kernels, the instructions of a region's ops lie between the region's enter
+and exit clock reads (LLVM used to sink `heavy_loop`'s FMA chain past the body's exit read,
+so the body timed as 1% of the kernel); the ties change no result and cost a plain kernel
+nothing."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+from compiler.analysis.profile_regions import PROFILE_GLOBAL, block_words, region_table_of_text
+from compiler.codegen.lowering import LoweringOptions, lower_module
+from compiler.compiler import compile as compile_kernel
+from compiler.ir import parse_module, print_module
+from compiler.passes.manager import DEFAULT_PIPELINES
+from compiler.runtime.specialization import ASTSource
+from tests.gpu.test_regions_gpu import heavy_loop
+
+from .simt import GLOBAL_SHIFT, run_kernel
+
+
+@compiler.jit
+def scoped_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    with tl.profile("dot"):
+        c = tl.dot(a, b)
+    tl.store(c_ptr + r[:, None] * N + r[None, :], c * 2.0 + 1.0)
+
+
+@compiler.jit
+def scoped_load(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with tl.profile("load"):
+        v = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, v * v + 1.0)
+
+
+HEAVY = ASTSource(heavy_loop, {"out": "*fp32", "iters": "i32"}, {"BLOCK": 128}, {})
+
+
+def _dot(n: int) -> ASTSource:
+    """scoped_dot at n x n: 32 takes mma.sync (HMMA), 64 wgmma (HGMMA, a 64-register
+    accumulator per thread, tied in two asms)."""
+    return ASTSource(scoped_dot, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"},
+                     {"N": n}, {})
+
+
+LOAD = ASTSource(scoped_load, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 128}, {})
+INSTRUMENTED = {"ttgir": DEFAULT_PIPELINES["ttgir"] + ",instrument-regions{slots=512}"}
+
+
+def _compile(source, instrumented=True, sass=True):
+    options = {"num_warps": 4, "build_sass": sass}
+    if instrumented:
+        options["pipelines"] = INSTRUMENTED
+    return compile_kernel(source, options)
+
+
+# ---- where each instruction came from ----------------------------------------------------------
+SASS_LINE = re.compile(r'//## File "[^"]*\.ttgir", line (\d+)')
+SASS_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+PTX_LOC = re.compile(r"^\s*\.loc\s+1\s+(\d+)\s")
+
+
+def sass_instructions(sass: str) -> list:
+    """(position, ttgir line, instruction text) of each SASS instruction, in address order
+    (the line from nvdisasm's `//## File "...ttgir", line N` annotations)."""
+    out, line = [], 0
+    for text in sass.splitlines():
+        m = SASS_LINE.search(text)
+        if m:
+            line = int(m.group(1))
+            continue
+        m = SASS_INSTR.search(text)
+        if m:
+            out.append((int(m.group(1), 16), line, m.group(2)))
+    return out
+
+
+def ptx_instructions(ptx: str) -> list:
+    """(position, ttgir line, instruction text) of each PTX instruction of the kernel body
+    (the line from the `.loc 1 N` directives; file 1 is the ttgir)."""
+    out, line = [], 0
+    for index, text in enumerate(ptx.splitlines()):
+        m = PTX_LOC.match(text)
+        if m:
+            line = int(m.group(1))
+            continue
+        text = text.strip()
+        if text and not text.startswith(("//", ".", "$", "{", "}", ")")):
+            out.append((index, line, text))
+    return out
+
+
+def clock_reads(instructions, line: int, clock: str) -> list:
+    """Positions of the clock reads (`clock`: the instruction's text) the record op on ttgir
+    line `line` made."""
+    return [pos for pos, at, text in instructions if at == line and clock in text]
+
+
+def assert_inside(kernel, region_name: str, work: dict, anywhere: bool = False) -> int:
+    """Every PTX/SASS instruction matching `work[form]` that a covered op of the region made
+    (`anywhere`: every one of the kernel, whatever line it is attributed to) lies between
+    the region's enter and exit clock reads; returns how many SASS ones."""
+    table = {r.name: r for r in region_table_of_text(kernel.asm["ttgir"])}
+    region = table[region_name]
+    covered = set(region.ttgir_lines)
+    forms = {"ptx": (ptx_instructions(kernel.asm["ptx"]), "%clock64"),
+             "sass": (sass_instructions(kernel.asm["sass"]), "SR_CLOCKLO")}
+    counts = {}
+    for form, (instructions, clock) in forms.items():
+        (enter,) = clock_reads(instructions, region.enter_line, clock)
+        (exit_,) = clock_reads(instructions, region.exit_line, clock)
+        mine = [pos for pos, at, text in instructions
+                if (anywhere or at in covered) and work[form] in text]
+        assert mine, f"{form}: no {work[form]} of {region_name!r}"
+        outside = [pos for pos in mine if not enter < pos < exit_]
+        assert not outside, (f"{form}: {len(outside)} of {len(mine)} {work[form]} of "
+                             f"{region_name!r} lie outside its clock reads at {enter}..{exit_}")
+        counts[form] = len(mine)
+    return counts["sass"]
+
+
+def _needs_sass(kernel):
+    if not kernel.asm.get("sass"):
+        pytest.skip("ptxas/nvdisasm are not installed: " + "; ".join(kernel.trace.notes))
+
+
+# ---- the work stays between the clock reads ----------------------------------------------------
+def test_heavy_loop_body_fmas_lie_between_the_bodys_clock_reads():
+    kernel = _compile(HEAVY)
+    _needs_sass(kernel)
+    body = next(r.name for r in region_table_of_text(kernel.asm["ttgir"])
+                if r.name.endswith("body"))
+    fmas = {"ptx": "fma.rn.f32", "sass": "FFMA"}     # the kernel's only FMAs are the body's
+    assert assert_inside(kernel, body, fmas, anywhere=True) == 1024
+    assert_inside(kernel, "kernel", fmas, anywhere=True)
+    # the scope's store is not sunk past its exit (the records' own stores are theirs)
+    assert assert_inside(kernel, "store", {"ptx": "st.global", "sass": "STG"}) == 1
+
+
+@pytest.mark.parametrize("n, ptx, sass", [(32, "mma.sync", "HMMA"),
+                                           (64, "wgmma.mma_async", "HGMMA")])
+def test_a_profile_scope_keeps_its_dot_inside(n, ptx, sass):
+    kernel = _compile(_dot(n))
+    _needs_sass(kernel)
+    assert assert_inside(kernel, "dot", {"ptx": ptx, "sass": sass}) > 0
+
+
+def test_a_profile_scope_keeps_its_loads_inside():
+    kernel = _compile(LOAD)
+    _needs_sass(kernel)
+    assert assert_inside(kernel, "load", {"ptx": "ld.global", "sass": "LDG"}) > 0
+
+
+def test_the_exit_ties_what_the_region_hands_on_and_the_enter_what_flows_in():
+    llir = _compile(HEAVY, sass=False).asm["llir"]
+    uses = re.findall(r'asm sideeffect "", "([^"=]*)"', llir)
+    ties = re.findall(r'asm sideeffect "", "(=[^"]*)"', llir)
+    assert uses and all(set(c.split(",")) <= {"h", "r", "l"} for c in uses)
+    assert ties and all(re.fullmatch(r"(=[hrl],)+(\d+,)*\d+|=[hrl],0", c) for c in ties)
+
+
+# ---- results and cost ----------------------------------------------------------------------------
+def _run(kernel, grid, args, slots=512, num_warps=4):
+    """The kernel's lowered LLVM run on the SIMT evaluator with a profile buffer; the memory."""
+    lowered = lower_module(parse_module(kernel.asm["ttgir"]), LoweringOptions(optimize=False))
+    buffer = np.zeros(grid[0] * num_warps * block_words(slots), dtype=np.uint64)
+    address = (len(args) + 1) << GLOBAL_SHIFT
+    return run_kernel(lowered, grid, args, globals_={
+        "profile buffer": buffer, PROFILE_GLOBAL: np.array([address], np.uint64)})
+
+
+def test_pinned_kernels_compute_what_numpy_does():
+    rng = np.random.default_rng(13)
+    a, b = (rng.standard_normal((32, 32)).astype(np.float16) for _ in range(2))
+    c = np.zeros((32, 32), np.float32)
+    memory = _run(_compile(_dot(32), sass=False), (1,), [a, b, c])
+    expected = (a.astype(np.float32) @ b.astype(np.float32)) * 2 + 1
+    assert np.allclose(memory.read(2, c), expected, rtol=1e-2, atol=1e-2)
+    x = rng.standard_normal(256).astype(np.float32)
+    out = np.zeros(256, np.float32)
+    memory = _run(_compile(LOAD, sass=False), (2,), [x, out])
+    assert np.allclose(memory.read(1, out), x * x + 1)
+
+
+def _without_records(ttgir: str) -> str:
+    return "\n".join(line for line in ttgir.splitlines() if "tt.profile_" not in line)
+
+
+def test_plain_kernels_get_no_ties_and_the_same_ptx_as_without_scopes():
+    for source in (_dot(32), _dot(64), LOAD, HEAVY):
+        plain = _compile(source, instrumented=False, sass=False)
+        records = [line for line in plain.asm["ttgir"].splitlines() if "tt.profile_" in line]
+        assert records and all(":" not in line.split("{")[0] for line in records)   # bare
+        assert 'asm sideeffect "",' not in plain.asm["llir"]
+        assert "%clock64" not in plain.asm["ptx"] and PROFILE_GLOBAL not in plain.asm["ptx"]
+        stripped = print_module(parse_module(_without_records(plain.asm["ttgir"])))
+        again = lower_module(parse_module(stripped))
+        plain_llir = lower_module(parse_module(plain.asm["ttgir"])).llvm_ir
+
+        def code(llir):
+            return [line for line in llir.splitlines()
+                    if line and not line.startswith("!") and "!dbg" not in line]
+        assert code(again.llvm_ir) == code(plain_llir)
