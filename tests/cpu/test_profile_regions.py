@@ -109,6 +109,38 @@ def test_record_ops_round_trip_and_are_effects_not_pure():
     assert out.count("tt.profile_enter") == 2 and out.count("tt.profile_exit") == 2
 
 
+PINNED_IR = """
+module {
+  tt.func public @k(%p: !tt.ptr<f32>, %n: i32) {
+    tt.profile_enter 0 "a" %p, %n {kind = "scope"} : !tt.ptr<f32>, i32
+    %x = arith.addi %n, %n : i32
+    tt.profile_exit 0 "a" %x {kind = "scope"} : i32
+    tt.return
+  }
+}
+"""
+
+
+def test_records_with_pinned_values_round_trip_and_check_their_types():
+    text = print_module(parse_module(PINNED_IR))
+    assert 'tt.profile_enter 0 "a" %p, %n {kind = "scope"} : !tt.ptr<f32>, i32' in text
+    assert 'tt.profile_exit 0 "a" %x {kind = "scope"} : i32' in text
+    assert print_module(parse_module(text)) == text
+    with pytest.raises(Exception, match="operand #1 has type i32, but f32 is written"):
+        parse_module(PINNED_IR.replace("!tt.ptr<f32>, i32\n", "!tt.ptr<f32>, f32\n"))
+    with pytest.raises(Exception, match="2 operands but 1 types written"):
+        parse_module(PINNED_IR.replace("!tt.ptr<f32>, i32\n", "!tt.ptr<f32>\n"))
+
+
+def test_an_unclosed_scope_is_refused_where_it_starts():
+    bad = PINNED_IR.replace('    tt.profile_exit 0 "a" %x {kind = "scope"} : i32\n', "")
+    module = parse_module(bad)
+    from compiler.passes.ttgir_instrument_regions import pin_regions
+    from compiler.ir.verifier_errors import VerificationError
+    with pytest.raises(VerificationError, match="has no tt.profile_exit 0 later in its block"):
+        pin_regions(module)
+
+
 def test_record_op_verifier_wants_a_region_id():
     from compiler.ir.verifier import verify_module
     bad = RECORDS_IR.replace('tt.profile_enter 0 "a" {kind = "scope"}\n    tt.profile_enter',
