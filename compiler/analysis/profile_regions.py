@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from compiler.dialects.tt import PointerType, ProfileEnterOp, ProfileExitOp, ProfileRecordOp
 from compiler.ir.core import BlockArgument, Module, Operation
-from compiler.ir.traits import ConstantLike
+from compiler.ir.traits import ConstantLike, LoopLike
 from compiler.ir.types import FloatType, IntegerType, TensorType
 
 #: Module attribute the `instrument-regions` pass sets: records kept per warp (its presence
@@ -91,16 +91,29 @@ def _tieable(value) -> bool:
     return owner is None or not owner.has_trait(ConstantLike)
 
 
+def _in_a_loop_below(op: Operation, block) -> bool:
+    """Whether `op` sits inside a loop nested in `block` (not counting loops around it)."""
+    while op.parent is not block:
+        op = op.parent_op
+        if op is None:
+            return False
+        if op.has_trait(LoopLike):
+            return True
+    return False
+
+
 def region_flow(enter: Operation) -> tuple:
     """(inputs, outputs) of the region `enter` opens: the values its clock reads must be
     ordered against, so that code generation cannot move the region's work out of it.
 
     inputs: values the covered ops use that the region's own block computes before `enter`
     (or receives as block arguments: a loop body's induction variable and iteration
-    arguments); work depending on them cannot start before the enter's clock read. Values
-    from enclosing blocks are left out: work on those alone is invariant here and may
-    rightly be hoisted. outputs: values the covered ops define that ops after the exit use
-    (a loop body's `scf.yield` operands); they must be computed before the exit's clock read.
+    arguments); work depending on them cannot start before the enter's clock read. Left
+    out: values from enclosing blocks (work on those alone is invariant here and may rightly
+    be hoisted) and values only ops inside a covered loop use (they are that loop's
+    invariants; a tie would hide facts LLVM hoists per-iteration address arithmetic with).
+    outputs: values the covered ops define that ops after the exit use (a loop body's
+    `scf.yield` operands); they must be computed before the exit's clock read.
     Record ops are not work: their own operands neither count as uses nor as definitions."""
     covered, exit_op = _pair(enter)
     work = [op for op in covered if not isinstance(op, ProfileRecordOp)]
@@ -113,6 +126,8 @@ def region_flow(enter: Operation) -> tuple:
                   for a in b.args)
     inputs, seen = [], set()
     for op in work:
+        if _in_a_loop_below(op, block):
+            continue
         for value in op.operands:
             if id(value) in seen or id(value) in inside or not _tieable(value):
                 continue

@@ -155,7 +155,8 @@ def test_pass_wraps_loop_bodies_memory_groups_and_the_kernel():
     # each record carries the values its clock read is ordered against (region_flow): an
     # enter the values of its own block flowing in (the loop body: its induction variable
     # and iteration argument; the kernel: its arguments), an exit the values used after it
-    # (the loop body: the yielded sum); loop invariants (%offs_4) and constants are left out
+    # (the loop body: the yielded sum); loop invariants (%offs_4) and constants are left out,
+    # and so (below) are values only ops inside a covered loop use
     kernel = _instrumented(_loop_source(), "memory=true")
     filecheck(kernel.asm["ttgir"], f"""
         CHECK: tt.profile.slots = 256 : i32
@@ -198,7 +199,7 @@ def test_pass_options_dots_and_whole_loops():
     whole = _instrumented(_loop_source(), "loops=whole,kernel=false").asm["ttgir"]
     filecheck(whole, f"""
         CHECK-NOT: "kernel"
-        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" %n, {{{{.*}}}} {{kind = "loop"}}
+        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" %n {{kind = "loop"}} : i32
         CHECK-NEXT: [[R:%[0-9]+]] = scf.for
         CHECK: scf.yield
         CHECK-NEXT: }}
