@@ -209,3 +209,26 @@ def test_plain_kernels_get_no_ties_and_the_same_ptx_as_without_scopes():
             return [line for line in llir.splitlines()
                     if line and not line.startswith("!") and "!dbg" not in line]
         assert code(again.llvm_ir) == code(plain_llir)
+
+
+def test_wide_register_sets_are_tied_in_chunks_and_keep_their_types():
+    from llvmlite import ir
+
+    from compiler.codegen import lower_profile
+    module = ir.Module()
+    f32, f16, i1 = ir.FloatType(), ir.HalfType(), ir.IntType(1)
+    ptr = ir.PointerType(ir.IntType(8), addrspace=1)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [f32] * 70 + [f16, i1, ptr]), "k")
+    b = ir.IRBuilder(fn.append_basic_block())
+    registers = list(fn.args) + [ir.Constant(f32, 1.0)]
+    tied = lower_profile._tie_after(b, registers)
+    lower_profile._use_before(b, tied)
+    b.ret_void()
+    assert [t.type for t in tied] == [r.type for r in registers]
+    assert tied[-1] is registers[-1]                       # a constant needs no tie
+    text = str(module)
+    ties = re.findall(r'asm sideeffect "", "(=[^"]*)"', text)
+    uses = re.findall(r'asm sideeffect "", "([^="][^"]*)"', text)
+    sizes = [len(c.split(",")) // 2 for c in ties]
+    assert sizes == [32, 32, 9] and [len(c.split(",")) for c in uses] == [32, 32, 9]
+    assert ties[-1].startswith("=r,=r,=r,=r,=r,=r,=h,=h,=l,")     # f32, f16 and i1, pointer
