@@ -62,68 +62,99 @@ def _compile(source, instrumented=True, sass=True):
     return compile_kernel(source, options)
 
 
-# ---- where each instruction came from ----------------------------------------------------------
+# ---- where each instruction came from, and every path through the code ------------------------
 SASS_LINE = re.compile(r'//## File "[^"]*\.ttgir", line (\d+)')
 SASS_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+SASS_LABEL = re.compile(r"^(\.L_x_\d+):")
+SASS_BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA\s+`\((\.L_x_\d+)\)")
+SASS_END = re.compile(r"^(@!?U?P\w+\s+)?EXIT\b")
 PTX_LOC = re.compile(r"^\s*\.loc\s+1\s+(\d+)\s")
+PTX_LABEL = re.compile(r"^(\$L__\w+):")
+PTX_BRANCH = re.compile(r"^(@!?%p\d+\s+)?bra(?:\.uni)?\s+(\$L__\w+);")
+PTX_END = re.compile(r"^(@!?%p\d+\s+)?(ret|exit);")
+#: Per form: its line, instruction, label, branch and end patterns and its clock read.
+FORMS = {"sass": (SASS_LINE, SASS_INSTR, SASS_LABEL, SASS_BRANCH, SASS_END, "SR_CLOCKLO"),
+         "ptx": (PTX_LOC, None, PTX_LABEL, PTX_BRANCH, PTX_END, "%clock64")}
 
 
-def sass_instructions(sass: str) -> list:
-    """(position, ttgir line, instruction text) of each SASS instruction, in address order
-    (the line from nvdisasm's `//## File "...ttgir", line N` annotations)."""
-    out, line = [], 0
-    for text in sass.splitlines():
-        m = SASS_LINE.search(text)
+def listing(text: str, form: str) -> tuple:
+    """([(ttgir line, instruction, branch target or None, "go"/"branch"/"jump"/"end")],
+    {label: index}) of a PTX or SASS listing; the ttgir line comes from `.loc 1 N` (PTX,
+    file 1 is the ttgir) or nvdisasm's `//## File "...ttgir", line N` (SASS)."""
+    line_re, instr_re, label_re, branch_re, end_re, _ = FORMS[form]
+    instrs, labels, line = [], {}, 0
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        m = line_re.search(raw)
         if m:
             line = int(m.group(1))
             continue
-        m = SASS_INSTR.search(text)
+        m = label_re.match(stripped)
         if m:
-            out.append((int(m.group(1), 16), line, m.group(2)))
-    return out
-
-
-def ptx_instructions(ptx: str) -> list:
-    """(position, ttgir line, instruction text) of each PTX instruction of the kernel body
-    (the line from the `.loc 1 N` directives; file 1 is the ttgir)."""
-    out, line = [], 0
-    for index, text in enumerate(ptx.splitlines()):
-        m = PTX_LOC.match(text)
-        if m:
-            line = int(m.group(1))
+            labels[m.group(1)] = len(instrs)
             continue
-        text = text.strip()
-        if text and not text.startswith(("//", ".", "$", "{", "}", ")")):
-            out.append((index, line, text))
-    return out
+        if instr_re is not None:
+            m = instr_re.search(raw)
+            if m is None:
+                continue
+            stripped = m.group(2)
+        elif not stripped.endswith(";") or stripped.startswith(("//", ".", "{", "}")):
+            continue
+        branch, end = branch_re.match(stripped), end_re.match(stripped)
+        if branch:
+            kind, target = ("branch" if branch.group(1) else "jump"), branch.group(2)
+        elif end:
+            kind, target = ("go" if end.group(1) else "end"), None
+        else:
+            kind, target = "go", None
+        instrs.append((line, stripped, target, kind))
+    return instrs, labels
 
 
-def clock_reads(instructions, line: int, clock: str) -> list:
-    """Positions of the clock reads (`clock`: the instruction's text) the record op on ttgir
-    line `line` made."""
-    return [pos for pos, at, text in instructions if at == line and clock in text]
+def check_paths(text: str, form: str, region, work: str, anywhere: bool = False) -> int:
+    """Along every control-flow path of the listing, every instruction containing `work`
+    that a covered op of `region` made (`anywhere`: every one, whatever line it is
+    attributed to) comes after one of the region's enter clock reads and before its exit
+    read; each exit read closes an open region. Returns how many such instructions the
+    listing holds (LLVM may duplicate a record's code into branches: each copy is one path)."""
+    instrs, labels = listing(text, form)
+    clock = FORMS[form][5]
+    covered = set(region.ttgir_lines)
+
+    def is_work(line, instr):
+        return work in instr and (anywhere or line in covered)
+    stack, seen = [(0, False)], set()
+    while stack:
+        index, inside = stack.pop()
+        while index < len(instrs) and (index, inside) not in seen:
+            seen.add((index, inside))
+            line, instr, target, kind = instrs[index]
+            if clock in instr and line == region.enter_line:
+                inside = True
+            elif clock in instr and line == region.exit_line:
+                assert inside, f"{form}: exit read of {region.name!r} with no enter before it"
+                inside = False
+            elif is_work(line, instr):
+                assert inside, (f"{form}: {instr!r} (ttgir line {line}) of {region.name!r} "
+                                f"lies outside its clock reads on some path")
+            if kind == "end":
+                break
+            if kind in ("branch", "jump"):
+                stack.append((labels[target], inside))
+                if kind == "jump":
+                    break
+            index += 1
+    return sum(1 for line, instr, _, _ in instrs if is_work(line, instr))
 
 
 def assert_inside(kernel, region_name: str, work: dict, anywhere: bool = False) -> int:
-    """Every PTX/SASS instruction matching `work[form]` that a covered op of the region made
-    (`anywhere`: every one of the kernel, whatever line it is attributed to) lies between
-    the region's enter and exit clock reads; returns how many SASS ones."""
+    """`check_paths` in the kernel's PTX and SASS (`work[form]`: what the instructions
+    contain); the region's instructions must exist in both. Returns the SASS count."""
     table = {r.name: r for r in region_table_of_text(kernel.asm["ttgir"])}
-    region = table[region_name]
-    covered = set(region.ttgir_lines)
-    forms = {"ptx": (ptx_instructions(kernel.asm["ptx"]), "%clock64"),
-             "sass": (sass_instructions(kernel.asm["sass"]), "SR_CLOCKLO")}
-    counts = {}
-    for form, (instructions, clock) in forms.items():
-        (enter,) = clock_reads(instructions, region.enter_line, clock)
-        (exit_,) = clock_reads(instructions, region.exit_line, clock)
-        mine = [pos for pos, at, text in instructions
-                if (anywhere or at in covered) and work[form] in text]
-        assert mine, f"{form}: no {work[form]} of {region_name!r}"
-        outside = [pos for pos in mine if not enter < pos < exit_]
-        assert not outside, (f"{form}: {len(outside)} of {len(mine)} {work[form]} of "
-                             f"{region_name!r} lie outside its clock reads at {enter}..{exit_}")
-        counts[form] = len(mine)
+    counts = {form: check_paths(kernel.asm[form], form, table[region_name], work[form],
+                                anywhere) for form in ("ptx", "sass")}
+    for form, count in counts.items():
+        assert count, f"{form}: no {work[form]} of {region_name!r}"
     return counts["sass"]
 
 
@@ -157,6 +188,35 @@ def test_a_profile_scope_keeps_its_loads_inside():
     kernel = _compile(LOAD)
     _needs_sass(kernel)
     assert assert_inside(kernel, "load", {"ptx": "ld.global", "sass": "LDG"}) > 0
+
+
+#: What a region's work looks like in each form: (PTX text, SASS text).
+WORK = {"fma": ("fma.rn", "FFMA"), "add": ("add.f32", "FADD"), "mma": ("mma", "MMA"),
+        "load": ("ld.global", "LDG"), "store": ("st.global", "STG")}
+
+
+def _sample_source(name: str):
+    from compiler.runtime.jit import JITFunction
+
+    from .test_pipeline_samples import SAMPLES
+    fn_obj, args, constexprs, _grid, _outputs = SAMPLES[name]()
+    fn = JITFunction(fn_obj.fn)
+    bound, key = fn.bind(*args, **constexprs)[:2]
+    return fn.source_for(fn._specialization(key, bound))
+
+
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "layernorm", "matmul"])
+def test_every_region_of_the_samples_keeps_its_work_on_every_path(name):
+    kernel = compile_kernel(_sample_source(name), {"num_warps": 4, "build_sass": True,
+                            "pipelines": {"ttgir": DEFAULT_PIPELINES["ttgir"] +
+                                          ",instrument-regions{dots=true,memory=true}"}})
+    _needs_sass(kernel)
+    checked = 0
+    for region in region_table_of_text(kernel.asm["ttgir"]):
+        for ptx, sass in WORK.values():
+            for form, work in (("ptx", ptx), ("sass", sass)):
+                checked += check_paths(kernel.asm[form], form, region, work)
+    assert checked > 0
 
 
 def test_the_exit_ties_what_the_region_hands_on_and_the_enter_what_flows_in():
