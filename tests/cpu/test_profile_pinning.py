@@ -232,7 +232,7 @@ def _run(kernel, grid, args, slots=512, num_warps=4):
     """The kernel's lowered LLVM run on the SIMT evaluator with a profile buffer; the memory."""
     lowered = lower_module(parse_module(kernel.asm["ttgir"]), LoweringOptions(optimize=False))
     buffer = np.zeros(grid[0] * num_warps * block_words(slots), dtype=np.uint64)
-    address = (len(args) + 1) << GLOBAL_SHIFT
+    address = (sum(isinstance(a, np.ndarray) for a in args) + 1) << GLOBAL_SHIFT
     return run_kernel(lowered, grid, args, globals_={
         "profile buffer": buffer, PROFILE_GLOBAL: np.array([address], np.uint64)})
 
@@ -248,6 +248,12 @@ def test_pinned_kernels_compute_what_numpy_does():
     out = np.zeros(256, np.float32)
     memory = _run(_compile(LOAD, sass=False), (2,), [x, out])
     assert np.allclose(memory.read(1, out), x * x + 1)
+    out = np.zeros(128, np.float32)
+    memory = _run(_compile(HEAVY, sass=False), (1,), [out, 2])
+    expected = np.arange(128, dtype=np.float64)
+    for _ in range(2 * 1024):
+        expected = expected * np.float32(0.999999) + 0.5
+    assert np.allclose(memory.read(0, out), expected, rtol=1e-5)
 
 
 def _without_records(ttgir: str) -> str:
