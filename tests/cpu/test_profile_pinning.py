@@ -219,6 +219,19 @@ def test_every_region_of_the_samples_keeps_its_work_on_every_path(name):
     assert checked > 0
 
 
+def test_instrumenting_the_matmul_adds_no_shared_memory_traffic():
+    # records naming a local_load's result must not make the FMA dot's operands registers
+    # (the dot reads the buffer itself): that doubled the matmul's registers
+    source = _sample_source("matmul")
+    plain = compile_kernel(source, {"num_warps": 4})
+    instrumented = compile_kernel(source, {"num_warps": 4, "pipelines": {
+        "ttgir": DEFAULT_PIPELINES["ttgir"] + ",instrument-regions{dots=true,memory=true}"}})
+
+    def shared(ptx):
+        return sum(1 for line in ptx.splitlines() if ".shared." in line)
+    assert shared(instrumented.asm["ptx"]) == shared(plain.asm["ptx"]) > 0
+
+
 def test_the_exit_ties_what_the_region_hands_on_and_the_enter_what_flows_in():
     llir = _compile(HEAVY, sass=False).asm["llir"]
     uses = re.findall(r'asm sideeffect "", "([^"=]*)"', llir)
