@@ -342,11 +342,12 @@ def lower_local_store(ctx, op):
 @lowers(ttg.LocalLoadOp)
 def lower_local_load(ctx, op):
     """`ttg.local_load`: a shared buffer into registers of the result's layout. When only
-    tt.dot ops use the result, no registers are made: the dot reads the buffer itself."""
+    tt.dot ops use the result, no registers are made: the dot reads the buffer itself
+    (region records naming the result do not count: they tie registers, and there are none)."""
     buf = op.operands[0]
     t = op.results[0].type
     base = ctx.get(buf)[0]
-    users = op.results[0].users()
+    users = [u for u in op.results[0].users() if not isinstance(u, tt.ProfileRecordOp)]
     if users and all(isinstance(u, tt.DotOp) for u in users):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])

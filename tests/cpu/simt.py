@@ -505,6 +505,9 @@ class CTA:
         outs = [np.zeros(self.n, dtype=np.uint64) for _ in range(n_out)]
         for i, a in enumerate(args):
             operands[n_out + i] = a
+            tied = constraints[n_out + i]
+            if tied.isdigit():              # an input tied to output `tied` ("+r"): its start
+                outs[int(tied)] = _to_bits(a, _any_int())
 
         def ref(token):
             token = token.strip()
