@@ -1,6 +1,7 @@
 """Lowering of elementwise ops (arith, math, a few tt ops): one LLVM instruction (or intrinsic)
 per register. Fast fp32 math follows Triton's defaults: exp/log through ex2.approx/lg2.approx
-with the multiply by log2(e) / ln(2), `/` as div.full.f32, sqrt as sqrt.approx.ftz.f32."""
+with the multiply by log2(e) / ln(2), exp2 as ex2.approx.ftz, `/` as div.full.f32, sqrt as
+sqrt.approx.ftz.f32."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -162,6 +163,13 @@ def _ex2(b, x):
     return call_intrinsic(b, "llvm.nvvm.ex2.approx.f", F32, [x])
 
 
+def _ex2_ftz(b, x):
+    """`ex2.approx.ftz.f32`: what Triton's exp2 becomes (libdevice's __nv_exp2f with
+    flush-to-zero); without ftz ptxas wraps each MUFU.EX2 in a denormal range check and two
+    multiplies."""
+    return call_intrinsic(b, "llvm.nvvm.ex2.approx.ftz.f", F32, [x])
+
+
 def _lg2(b, x):
     return call_intrinsic(b, "llvm.nvvm.lg2.approx.f", F32, [x])
 
@@ -228,7 +236,7 @@ FLOAT_BINARY = {
 
 MATH_UNARY = {
     "exp": _via_f32(_exp32),
-    "exp2": _via_f32(_ex2),
+    "exp2": _via_f32(_ex2_ftz),
     "log": _via_f32(_log32),
     "log2": _via_f32(_lg2),
     "sqrt": _via_f32(_intrinsic_f("llvm.nvvm.sqrt.approx.ftz.f"), _sqrt64),

@@ -144,6 +144,18 @@ def wait_group(builder, values: list, pendings: int) -> list:
     return [builder.extract_value(result, i) for i in range(len(values))]
 
 
+def _register_a_words(builder, a, regs: list, reps_m: int, rows_per_rep: int, steps: int,
+                      instr_k: int) -> dict:
+    """The four 32-bit A-fragment words of a register A per (M repetition, K step)."""
+    words = {}
+    for rm in range(reps_m):
+        for kk in range(steps):
+            index = fragment_registers(a.type.encoding, a.type.shape, (16, instr_k),
+                                       (rm * rows_per_rep, kk * instr_k))
+            words[rm, kk] = pack_words(builder, [regs[i] for i in index], 32)
+    return words
+
+
 def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
     """K steps after which an fp8 dot adds its partial (lower-precision) wgmma accumulator
     into the f32 one (`maxNumImpreciseAcc` K elements, Triton's meaning); None: never."""
@@ -176,13 +188,17 @@ def lower_warp_group_dot(ctx, op):
     b_op = _SharedOperand(ctx, bv, 1, mma)
     a_shared = isinstance(a.type, MemDescType)
     a_op = _SharedOperand(ctx, a, 0, mma) if a_shared else None
-    a_regs = None if a_shared else ctx.get(a)
+    steps = k_total // instr_k
+    rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
+    # a register A is packed into its fragment words before the fence: registers written
+    # between the fence and a wgmma that reads them make ptxas insert a warpgroup.arrive before
+    # each wgmma (C7519), which splits the chain of instructions
+    a_words = None if a_shared else _register_a_words(b, a, ctx.get(a), m // rows_per_rep,
+                                                      rows_per_rep, steps, instr_k)
     inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
     flush = _flush_steps(op, a_type, instr_k, k_total)
-    steps = k_total // instr_k
     runs = [range(steps)] if flush is None else [range(s, min(s + flush, steps))
                                                 for s in range(0, steps, flush)]
-    rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
     packed = []                     # f16 accumulators: (registers, f16x2 words) per repetition
     for rm in range(m // rows_per_rep):
         for rn in range(n // cols_per_rep):
@@ -198,13 +214,8 @@ def lower_warp_group_dot(ctx, op):
                     words = [ir.Constant(F32, 0.0)] * len(total)
                 for kk in run:
                     b_desc = b_op.descriptor(ctx, rn * cols_per_rep, kk * instr_k)
-                    if a_shared:
-                        a_operand = a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
-                    else:
-                        a_idx = fragment_registers(a.type.encoding, a.type.shape,
-                                                   (16, instr_k),
-                                                   (rm * rows_per_rep, kk * instr_k))
-                        a_operand = pack_words(b, [a_regs[i] for i in a_idx], 32)
+                    a_operand = (a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
+                                 if a_shared else a_words[rm, kk])
                     words = _wgmma(b, (instr_n, instr_k), types, words, a_operand, b_desc,
                                    (a_op.transposed if a_shared else False, b_op.transposed),
                                    acc_is_f16)
