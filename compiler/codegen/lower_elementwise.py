@@ -8,7 +8,9 @@ from llvmlite import ir
 
 from compiler.dialects import arith, tt
 from compiler.dialects import math as math_ops
+from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
+from compiler.ir.types import TensorType
 
 from .llvm_helpers import F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
@@ -24,6 +26,28 @@ def _map(ctx, op, fn) -> None:
     lists = [ctx.get(v) for v in op.operands]
     b = ctx.builder
     ctx.set(op.results[0], [fn(b, *vals) for vals in zip(*lists)])
+
+
+def _map_constant_blocks(ctx, op, fn) -> None:
+    """`_map`, computing one register per block of equal values that axis info proves (a mask
+    `cols < n` with n a multiple of 16 is constant over aligned runs of 16 columns, so a
+    thread's columns 8j, 8j+1, 8j+8, 8j+9 of an mma tile share one compare); the others copy
+    it. As Triton's elementwise lowering deduplicates by constancy."""
+    result = op.results[0]
+    t = result.type
+    same = None
+    info = ctx.axis.get(result) if ctx.axis is not None else None
+    if isinstance(t, TensorType) and t.encoding is not None and info is not None:
+        same = equal_value_registers(t.encoding, tuple(t.shape), tuple(info.constancy))
+    if same is None:
+        _map(ctx, op, fn)
+        return
+    lists = [ctx.get(v) for v in op.operands]
+    b = ctx.builder
+    out = []
+    for r, vals in enumerate(zip(*lists)):
+        out.append(out[same[r]] if same[r] != r else fn(b, *vals))
+    ctx.set(result, out)
 
 
 def _register_count(ctx, value) -> int:
@@ -296,7 +320,7 @@ def lower_cmpi(ctx, op):
 
     def emit(b, x, y):
         return b.icmp_signed(pred, x, y) if signed else b.icmp_unsigned(pred, x, y)
-    _map(ctx, op, emit)
+    _map_constant_blocks(ctx, op, emit)
 
 
 @lowers(arith.CmpFOp)
