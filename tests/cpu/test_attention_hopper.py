@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections import Counter
 
 import numpy as np
 import pytest
 
 from compiler.analysis.layouts import equal_value_registers
+from compiler.codegen.loop_stats import opcodes, ptx_loop, sass_loop
 from compiler.codegen.toolchain import find_tool
 from compiler.dialects.ttg import NvidiaMmaEncoding
 from sample_kernels.attention import _strides, attention_kernel
@@ -59,51 +59,6 @@ def _compiled(config):
     return _CACHE[config]
 
 
-def _ptx_loop(ptx: str) -> list:
-    """The instructions of the PTX's longest loop (its header label to its back branch)."""
-    lines = ptx.splitlines()
-    labels, best = {}, None
-    for i, line in enumerate(lines):
-        label = re.match(r"^(\$L__BB\d+_\d+):", line)
-        if label:
-            labels[label.group(1)] = i
-        back = re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", line)
-        if back and labels.get(back.group(1), i) < i:
-            span = (labels[back.group(1)], i)
-            best = span if best is None or span[1] - span[0] > best[1] - best[0] else best
-    return [line.strip() for line in lines[best[0]:best[1] + 1]
-            if line.strip() and not line.strip().startswith(("//", "$", "."))]
-
-
-def _sass_loop(sass: str) -> list:
-    """The instructions of the SASS's longest loop (nvdisasm text, without line info)."""
-    addresses, labels, instructions = [], {}, []
-    pending = []
-    for line in sass.splitlines():
-        label = re.match(r"\s*(\.L_x_\d+):", line)
-        if label:
-            pending.append(label.group(1))
-            continue
-        found = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
-        if found:
-            address = int(found.group(1), 16)
-            for name in pending:
-                labels[name] = address
-            pending = []
-            instructions.append((address, found.group(2)))
-    best = None
-    for address, text in instructions:
-        back = re.search(r"BRA\s.*`\((\.L_x_\d+)\)", text)
-        if back and labels.get(back.group(1), address) < address:
-            span = (labels[back.group(1)], address)
-            best = span if best is None or span[1] - span[0] > best[1] - best[0] else best
-    return [text for address, text in instructions if best[0] <= address <= best[1]]
-
-
-def _opcodes(instructions: list) -> Counter:
-    return Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0] for t in instructions)
-
-
 def test_qk_is_waited_for_at_once_and_pv_in_the_next_iterations_wait():
     ttgir = _compiled((128, 128, 64, 8)).asm["ttgir"]
     loop = ttgir[ttgir.index("scf.for"):]
@@ -126,12 +81,12 @@ def test_qk_is_waited_for_at_once_and_pv_in_the_next_iterations_wait():
 @pytest.mark.parametrize("config", sorted(TRITON_LOOP))
 def test_the_loop_ptx_has_tritons_synchronization_and_math(config):
     compiled = _compiled(config)
-    loop = _ptx_loop(compiled.asm["ptx"])
+    loop = ptx_loop(compiled.asm["ptx"])
     text = "\n".join(loop)
-    ops = _opcodes(loop)
+    ops = opcodes(loop)
     ex2, compares, _ = TRITON_LOOP[config]
     assert ops["bar.sync"] == 2
-    assert ops["wgmma.fence.sync.aligned;"] == 2 and ops["wgmma.commit_group.sync.aligned;"] == 2
+    assert ops["wgmma.fence.sync.aligned"] == 2 and ops["wgmma.commit_group.sync.aligned"] == 2
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", text) == ["0"]
     assert re.findall(r"cp\.async\.wait_group (\d+)", text) == ["1"]
     assert ops["ex2.approx.ftz.f32"] == ex2 and "ex2.approx.f32" not in ops
@@ -156,9 +111,9 @@ def test_the_loop_ptx_has_tritons_synchronization_and_math(config):
 def test_causal_attention_keeps_the_schedule(config):
     """The causal mask (rows >= cols, per element) changes the softmax, not the waits."""
     compiled = _compile(*config, causal=True)
-    loop = _ptx_loop(compiled.asm["ptx"])
-    ops = _opcodes(loop)
-    assert ops["bar.sync"] == 2 and ops["wgmma.fence.sync.aligned;"] == 2
+    loop = ptx_loop(compiled.asm["ptx"])
+    ops = opcodes(loop)
+    assert ops["bar.sync"] == 2 and ops["wgmma.fence.sync.aligned"] == 2
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", "\n".join(loop)) == ["0"]
     report = compiled.trace.cubin_info["report"]
     assert "C7514" not in report and "C7519" not in report, report
@@ -170,8 +125,8 @@ def test_causal_attention_keeps_the_schedule(config):
 @pytest.mark.parametrize("config", sorted(TRITON_LOOP))
 def test_the_loop_sass_is_one_hgmma_chain_per_dot_and_no_longer_than_tritons(config):
     sass = _compiled(config).asm.get("sass")
-    loop = _sass_loop(sass)
-    ops = _opcodes(loop)
+    loop = sass_loop(sass)
+    ops = opcodes(loop)
     ex2, _, triton_total = TRITON_LOOP[config]
     assert ops["WARPGROUP.ARRIVE"] == 2 and ops["WARPGROUP.DEPBAR.LE"] == 1
     assert ops["MUFU.EX2"] == ex2 and "FSETP.GEU.AND" not in ops
