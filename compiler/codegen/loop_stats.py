@@ -18,52 +18,57 @@ _SASS_BACK = re.compile(r"BRA\s.*`\((\.L_x_\d+)\)")
 _PREDICATE = re.compile(r"^@!?U?P\w+\s+")
 
 
-def _longest(spans: list) -> tuple | None:
-    return max(spans, key=lambda s: s[1] - s[0], default=None)
+def _main_loop(instructions: list, back_branch: re.Pattern) -> list:
+    """`instructions`: (labels just before it, text) in program order. The texts from the
+    label that a later branch (`back_branch`'s group 1) jumps back to, through that branch,
+    for the longest such span."""
+    where, best = {}, None
+    for i, (labels, text) in enumerate(instructions):
+        where.update((name, i) for name in labels)
+        back = back_branch.search(text)
+        if back and where.get(back.group(1), i) < i:
+            span = (where[back.group(1)], i)
+            if best is None or span[1] - span[0] > best[1] - best[0]:
+                best = span
+    return [] if best is None else [text for _, text in instructions[best[0]:best[1] + 1]]
+
+
+def _instructions(lines, label: re.Pattern, instruction) -> list:
+    """(labels just before it, text) for each instruction `instruction(line)` finds."""
+    out, pending = [], []
+    for line in lines:
+        found = label.match(line)
+        if found:
+            pending.append(found.group(1))
+            continue
+        text = instruction(line)
+        if text:
+            out.append((pending, text))
+            pending = []
+    return out
+
+
+def _ptx_instruction(line: str) -> str | None:
+    text = line.strip()
+    return None if not text or text.startswith(("//", "$", ".", "{", "}")) else text
+
+
+def _sass_instruction(line: str) -> str | None:
+    found = _SASS_INSTRUCTION.match(line)
+    return found.group(2) if found else None
 
 
 def ptx_loop(ptx: str) -> list:
     """The instructions (stripped lines, no labels, comments or directives) of the PTX's main
     loop; empty when it has none."""
-    lines = ptx.splitlines()
-    labels, spans = {}, []
-    for i, line in enumerate(lines):
-        label = _PTX_LABEL.match(line)
-        if label:
-            labels[label.group(1)] = i
-        back = _PTX_BACK.search(line)
-        if back and labels.get(back.group(1), i) < i:
-            spans.append((labels[back.group(1)], i))
-    span = _longest(spans)
-    if span is None:
-        return []
-    body = (line.strip() for line in lines[span[0]:span[1] + 1])
-    return [line for line in body if line and not line.startswith(("//", "$", ".", "{", "}"))]
+    return _main_loop(_instructions(ptx.splitlines(), _PTX_LABEL, _ptx_instruction),
+                      _PTX_BACK)
 
 
 def sass_loop(sass: str) -> list:
     """The instructions of the SASS's main loop (nvdisasm text); empty when it has none."""
-    labels, instructions, pending = {}, [], []
-    for line in sass.splitlines():
-        label = _SASS_LABEL.match(line)
-        if label:
-            pending.append(label.group(1))
-            continue
-        found = _SASS_INSTRUCTION.match(line)
-        if found:
-            address = int(found.group(1), 16)
-            labels.update((name, address) for name in pending)
-            pending = []
-            instructions.append((address, found.group(2)))
-    spans = []
-    for address, text in instructions:
-        back = _SASS_BACK.search(text)
-        if back and labels.get(back.group(1), address) < address:
-            spans.append((labels[back.group(1)], address))
-    span = _longest(spans)
-    if span is None:
-        return []
-    return [text for address, text in instructions if span[0] <= address <= span[1]]
+    return _main_loop(_instructions(sass.splitlines(), _SASS_LABEL, _sass_instruction),
+                      _SASS_BACK)
 
 
 def opcodes(instructions: list) -> Counter:
