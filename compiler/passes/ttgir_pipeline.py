@@ -259,7 +259,7 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
                       loc=alloc.loc).results[0]
         alloc.results[0].replace_all_uses_with(view)
         alloc.erase()
-    released = relax_dot_waits(body)
+    released = relax_dot_waits(body, ctx)
     if released is not None:
         # wgmma of iteration i runs while iteration i+1's copies are issued: once iteration
         # i-1's dots are complete (compiler.passes.wgmma_waits), fence the CTA (the other warp

@@ -104,6 +104,11 @@ def _covering_wait(body: Block, before: Operation) -> Operation | None:
     return None
 
 
+def _report(ctx, pattern: str, op: Operation) -> None:
+    if ctx is not None:
+        ctx.record_pattern(pattern, op=op)
+
+
 def _wait_also_for(wait: Operation, value: Value) -> Value:
     """Rebuild `wait` with `value` as one more operand; returns the value's waited result."""
     new = WarpGroupDotWaitOp(list(wait.operands) + [value],
@@ -134,10 +139,11 @@ def _defer_to_next_iteration(body: Block, arg: Value) -> Operation:
     return wait
 
 
-def relax_dot_waits(body: Block) -> Operation | None:
+def relax_dot_waits(body: Block, ctx=None) -> Operation | None:
     """Make the body's warp-group dots asynchronous and place their waits as the module
-    docstring says. Returns the op after which the previous iteration's shared slots may be
-    refilled (its dots are all complete there), or None when the body has no dot to relax."""
+    docstring says (each choice reported to `ctx`, a PassContext, when given). Returns the op
+    after which the previous iteration's shared slots may be refilled (its dots are all
+    complete there), or None when the body has no dot to relax."""
     pairs = _dot_waits(body)
     if not pairs:
         return None
@@ -149,16 +155,19 @@ def relax_dot_waits(body: Block) -> Operation | None:
         uses = readers(wait.results[0])
         carried = [index for user, index in uses if user is body.terminator]
         if not all(_feeds_accumulator(u) or u[0] is body.terminator for u in uses):
+            _report(ctx, "wgmma result read at once: wait with pendings 0", dot)
             last = wait
-            continue                            # read in this iteration: wait at once
+            continue
         if all(_feeds_accumulator(u) for i in carried for u in readers(loop_args[i])):
             span = body.ops[body.ops.index(dot):body.ops.index(wait)]
             wait.attributes["pendings"] = IntegerAttr(
                 sum(isinstance(o, WarpGroupDotOp) for o in span), i32)
+            _report(ctx, "wgmma accumulator chain: its group stays in flight", dot)
             last = wait
-            continue                            # a chain of accumulations: stay in flight
+            continue
         wait.replace_with([dot.results[0]])
         deferred += [loop_args[i] for i in carried if loop_args[i].has_uses()]
+        _report(ctx, "wgmma result carried: waited for in the next iteration", dot)
         last = dot
     ends = [last] + [_defer_to_next_iteration(body, arg) for arg in deferred]
     return max(ends, key=body.ops.index)
