@@ -90,6 +90,7 @@ def _profile_spin(tmp_path, backend, launches=20):
     return node["metrics"]["time (ns)"] / launches / 1e6, expected, literal[0]["metadata"]
 
 
+@pytest.mark.timing
 @needs_cupti
 def test_cupti_kernel_time_matches_do_bench(tmp_path):
     measured, expected, metadata = _profile_spin(tmp_path, "cupti")
@@ -97,6 +98,7 @@ def test_cupti_kernel_time_matches_do_bench(tmp_path):
     assert abs(measured - expected) / expected < 0.05, (measured, expected)
 
 
+@pytest.mark.timing
 def test_cuda_event_fallback_times_our_kernels(tmp_path):
     measured, expected, metadata = _profile_spin(tmp_path, "cuda_events")
     assert metadata["timing"] == {"method": "cuda_events", "other_kernels": False}
@@ -157,6 +159,7 @@ def _record_pairs_seconds(pairs: int) -> float:
     return seconds
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("backend", [
     pytest.param("cupti", marks=needs_cupti), "cuda_events"])
 def test_overhead_on_tiny_launches(tmp_path, backend):
