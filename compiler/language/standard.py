@@ -541,6 +541,17 @@ def sum(_sem, input, axis=None, keep_dims=False, dtype=None) -> tensor:
     return _reduce_sum(_sem, input, _axis(axis), _const(keep_dims, "keep_dims"), dt)
 
 
+@builtin
+def xor_sum(_sem, input, axis=None, keep_dims=False) -> tensor:
+    """Bitwise xor of the integers (or booleans) along `axis` (all axes when None), in the
+    input's own dtype."""
+    x = _sem.to_tensor(input)
+    if not x.dtype.is_int():
+        raise SemanticError(f"tl.xor_sum needs integer (or boolean) values, got {x.dtype}")
+    return _sem.reduce([x], _axis(axis), lambda a: [_sem.xor_(a[0], a[1])],
+                       _const(keep_dims, "keep_dims"))[0]
+
+
 def _max_or_min(_sem, input, axis, return_indices, tie_break_left, keep_dims, pred, reduce):
     """Shared body of tl.max / tl.min: a plain reduction, or (value, index) with indices."""
     if _const(return_indices, "return_indices"):

@@ -106,8 +106,8 @@ def test_compiled_kernel_run_skips_constexpr_arguments(monkeypatch):
 
 # ---- driver.active, knobs, allocator, descriptors ----------------------------------------------
 def test_driver_active_interpreter(aliased, monkeypatch):
-    from compiler.runtime import active_driver
-    monkeypatch.setenv("TILE_INTERPRET", "1")
+    from compiler.runtime import active_driver, driver as cuda_driver
+    monkeypatch.setattr(cuda_driver, "gpu_available", lambda: False)
     active_driver.active.cache_clear()
     try:
         driver = aliased.runtime.driver.active
