@@ -104,10 +104,13 @@ class ModuleContext:
     """State shared by all functions compiled into one module: the module, the generated
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
-    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32"):
+    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
+                 gpu_limits: bool = True):
         self.module = module
         self.debug = debug
         self.default_dot_input_precision = default_dot_input_precision
+        #: False when the ttir is for the interpreter: no GPU instruction limits (tl.dot's K)
+        self.gpu_limits = gpu_limits
         self.callees: dict = {}
         self.stack: list = []
 
@@ -120,7 +123,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.mctx = mctx
         self.builder = builder
         self.sem = Semantic(builder, mctx.default_dot_input_precision,
-                            call_function=self.call_from_builtin)
+                            call_function=self.call_from_builtin, gpu_limits=mctx.gpu_limits)
         self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None

@@ -105,10 +105,14 @@ FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "o
 class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
-    def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None):
+    def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None,
+                 gpu_limits: bool = True):
         self.builder = builder
         #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)
         self.default_dot_input_precision = default_dot_input_precision
+        #: whether the GPU's instruction limits apply (tl.dot's minimum K); not for ttir made
+        #: for the interpreter, which has none (as Triton's interpreter)
+        self.gpu_limits = gpu_limits
         # `call_function(jit_fn, args) -> list of tensors`: emits a tt.call of a @jit function
         # (the code generator's, which specializes and generates the callee); builtins taking
         # user functions (tl.reduce's combine_fn) call it.

@@ -683,7 +683,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
     min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
-    if mk[1] < min_k:
+    if _sem.gpu_limits and mk[1] < min_k:
         raise SemanticError(f"tl.dot needs K >= {min_k} for {a.dtype} operands, got "
                             f"{list(a.shape)} x {list(b.shape)}")
     precision = _opt_const(input_precision, "input_precision")

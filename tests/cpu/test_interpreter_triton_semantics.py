@@ -323,3 +323,87 @@ def test_interpreter_driver_gives_torch_cpu_a_set_stream(monkeypatch):
             module.set_stream(object())
     finally:
         active_driver.active.cache_clear()
+
+
+# ---- tl.dot with K < 16: the interpreter has no MMA instruction limits ----------------------
+@triton.jit
+def small_k_dot_kernel(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    a = tl.load(A + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(B + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    c = tl.dot(a, b)  # DOT
+    tl.store(C + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+def test_dot_with_a_small_k_runs_in_the_interpreter_and_is_refused_for_the_gpu():
+    a = RNG.standard_normal((16, 4)).astype(np.float16)
+    b = RNG.standard_normal((4, 32)).astype(np.float16)
+    c = np.zeros((16, 32), np.float32)
+    small_k_dot_kernel[(1,)](a, b, c, M=16, N=32, K=4, interpret=True)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+    err = _compile_error(small_k_dot_kernel, {"A": "*fp16", "B": "*fp16", "C": "*fp32"},
+                         {"M": 16, "N": 32, "K": 4})
+    assert "tl.dot needs K >= 16" in err.message
+    assert err.line == _caret_line(small_k_dot_kernel, "# DOT")
+
+
+# ---- 8-bit floats in the interpreter ---------------------------------------------------------
+FP8 = [("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0)]
+
+
+@triton.jit
+def fp8_round_trip_kernel(X8, Y32, X32, Y8, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y32 + offs, tl.load(X8 + offs).to(tl.float32))      # widen every pattern
+    tl.store(Y8 + offs, tl.load(X32 + offs).to(Y8.dtype.element_ty))  # round, saturate
+
+
+@pytest.mark.parametrize("name,max_finite", FP8)
+def test_fp8_widens_every_pattern_and_rounds_to_nearest_even(name, max_finite):
+    torch = pytest.importorskip("torch")
+    fp8 = getattr(torch, name)
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(fp8)
+    wide = torch.zeros(256, dtype=torch.float32)
+    x32 = torch.from_numpy(np.concatenate([
+        RNG.standard_normal(200).astype(np.float32) * 50,
+        RNG.standard_normal(50).astype(np.float32) * 1e-3,          # subnormals
+        codes.float().numpy()[np.isfinite(codes.float().numpy())][:6]]).astype(np.float32))
+    x32 = torch.cat([x32, torch.zeros(256 - len(x32))])
+    y8 = torch.zeros(256, dtype=fp8)
+    fp8_round_trip_kernel[(1,)](codes, wide, x32, y8, N=256, interpret=True)
+    np.testing.assert_array_equal(wide.numpy(), codes.float().numpy())    # NaN == NaN here
+    inside = x32.abs() <= max_finite
+    assert torch.equal(y8.view(torch.uint8)[inside], x32.to(fp8).view(torch.uint8)[inside])
+
+
+@pytest.mark.parametrize("name,max_finite", FP8)
+def test_fp8_narrowing_saturates_like_satfinite(name, max_finite):
+    torch = pytest.importorskip("torch")
+    fp8 = getattr(torch, name)
+    x32 = torch.tensor([1e6, -1e6, float("inf"), float("-inf"), float("nan"), max_finite, 0.0,
+                        -0.0], dtype=torch.float32)
+    y8 = torch.zeros(8, dtype=fp8)
+    fp8_round_trip_kernel[(1,)](torch.zeros(8, dtype=fp8), torch.zeros(8), x32, y8, N=8,
+                                interpret=True)
+    got = y8.float()
+    assert got[:4].tolist() == [max_finite, -max_finite, max_finite, -max_finite]
+    assert torch.isnan(got[4]) and got[5] == max_finite
+    assert got[6] == 0 and not torch.signbit(got[6]) and torch.signbit(got[7])
+
+
+@triton.jit
+def fp8_dot_kernel(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    a = tl.load(A + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(B + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(C + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("name", [n for n, _ in FP8])
+def test_fp8_dot_accumulates_in_fp32(name):
+    torch = pytest.importorskip("torch")
+    fp8 = getattr(torch, name)
+    a = torch.randn(16, 32).to(fp8)
+    b = torch.randn(32, 16).to(fp8)
+    c = torch.zeros(16, 16)
+    fp8_dot_kernel[(1,)](a, b, c, M=16, N=16, K=32, interpret=True)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-6, atol=1e-6)
