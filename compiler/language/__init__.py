@@ -24,6 +24,7 @@ from .block_pointers import (advance, load_tensor_descriptor, make_block_ptr,  #
 from .composite import (cat, debug_barrier, flip, gather, histogram, inline_asm_elementwise,  # noqa: F401,E402,E501
                         interleave, join, sort, split, topk)
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)
+from .indexing import swizzle2d  # noqa: F401,E402  (likewise)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 

@@ -407,3 +407,28 @@ def test_fp8_dot_accumulates_in_fp32(name):
     c = torch.zeros(16, 16)
     fp8_dot_kernel[(1,)](a, b, c, M=16, N=16, K=32, interpret=True)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-6, atol=1e-6)
+
+
+# ---- tl.swizzle2d ----------------------------------------------------------------------------
+@triton.jit
+def swizzle_kernel(Out, SIZE_I: tl.constexpr, SIZE_J: tl.constexpr, SIZE_G: tl.constexpr):
+    i = tl.program_id(0)
+    j = tl.program_id(1)
+    new_i, new_j = tl.swizzle2d(i, j, SIZE_I, SIZE_J, SIZE_G)
+    tl.store(Out + new_i * SIZE_J + new_j, i * SIZE_J + j)
+
+
+@pytest.mark.parametrize("size_i,size_j,size_g", [(5, 7, 3), (8, 4, 2), (3, 5, 4)])
+def test_swizzle2d_orders_groups_of_rows_column_major(size_i, size_j, size_g):
+    out = np.full((size_i, size_j), -1, np.int32)
+    swizzle_kernel[(size_i, size_j)](out, SIZE_I=size_i, SIZE_J=size_j, SIZE_G=size_g,
+                                     interpret=True)
+    expected = np.zeros_like(out)
+    linear = 0
+    for first in range(0, size_i, size_g):          # each group of rows, column by column
+        rows = min(size_g, size_i - first)
+        for col in range(size_j):
+            for row in range(first, first + rows):
+                expected[row, col] = linear
+                linear += 1
+    np.testing.assert_array_equal(out, expected)
