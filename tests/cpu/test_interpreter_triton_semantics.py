@@ -14,6 +14,7 @@ import pytest
 import compiler as triton
 import compiler.language as tl
 from compiler.frontend import CompilationError, generate_ttir
+from tests.zoo.language import philox_reference
 
 RNG = np.random.default_rng(11)
 
@@ -261,18 +262,6 @@ def test_xor_sum_refuses_floats():
 
 
 # ---- tl.randint: a 64-bit offset is split into two 32-bit counter words -----------------------
-def _philox4x32(key: int, counter: tuple, rounds: int = 10) -> int:
-    """First word of Philox-4x32 (Salmon et al., SC'11), written from the paper's constants."""
-    mask = 0xFFFFFFFF
-    c = list(counter)
-    k0, k1 = key & mask, key >> 32 & mask
-    for _ in range(rounds):
-        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
-        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & mask, (p0 >> 32) ^ c[3] ^ k1, p0 & mask]
-        k0, k1 = (k0 + 0x9E3779B9) & mask, (k1 + 0xBB67AE85) & mask
-    return c[0]
-
-
 @triton.jit
 def randint_kernel(X, seed, BASE, N: tl.constexpr):
     offset = BASE + tl.arange(0, N).to(X.dtype.element_ty)
@@ -285,10 +274,8 @@ def test_randint_is_philox_4x32_of_low_and_high_offset_words(dtype):
     base = (1 << 33) + 5 if dtype == np.int64 else 5
     x = np.zeros(n, dtype)
     randint_kernel[(1,)](x, seed, base, N=n, interpret=True)
-    expected = [_philox4x32(seed, ((base + i) & 0xFFFFFFFF, (base + i) >> 32, 0, 0))
-                for i in range(n)]
-    assert list(x.astype(np.uint64 if dtype == np.int64 else np.uint32) & 0xFFFFFFFF) \
-        == expected
+    expected = philox_reference(seed, [base + i for i in range(n)])[:, 0]
+    assert list(x.astype(np.uint64 if dtype == np.int64 else np.uint32)) == list(expected)
 
 
 # ---- driver.active --------------------------------------------------------------------------
