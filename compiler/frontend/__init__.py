@@ -19,7 +19,9 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
     `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
     (the compile option, which TILE_DEBUG=1 sets at the edge) keeps internal tracebacks;
-    `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none.
+    `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none;
+    `options["for_interpreter"]` (the interpreter's ttir) lifts the GPU's instruction limits
+    (tl.dot's minimum K), which Triton's interpreter does not have either.
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -35,7 +37,8 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
         src = FunctionSource.of(fn)
         module = Module(loc=src.location(src.tree))
         mctx = ModuleContext(module, bool(debug),
-                             options.get("default_dot_input_precision") or "tf32")
+                             options.get("default_dot_input_precision") or "tf32",
+                             gpu_limits=not options.get("for_interpreter", False))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

@@ -104,10 +104,13 @@ class ModuleContext:
     """State shared by all functions compiled into one module: the module, the generated
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
-    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32"):
+    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
+                 gpu_limits: bool = True):
         self.module = module
         self.debug = debug
         self.default_dot_input_precision = default_dot_input_precision
+        #: False when the ttir is for the interpreter: no GPU instruction limits (tl.dot's K)
+        self.gpu_limits = gpu_limits
         self.callees: dict = {}
         self.stack: list = []
 
@@ -120,7 +123,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.mctx = mctx
         self.builder = builder
         self.sem = Semantic(builder, mctx.default_dot_input_precision,
-                            call_function=self.call_from_builtin)
+                            call_function=self.call_from_builtin, gpu_limits=mctx.gpu_limits)
         self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None
@@ -425,10 +428,26 @@ class CodeGenerator(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a single name")
         args, kwargs = self.call_arguments(node.iter)
+        if func is not builtins.range:
+            args, kwargs = self._iterator_arguments(node, func, args, kwargs)
         if func is iterators.static_range:
             self.static_for(node, args, kwargs)
         else:
             self.scf_for(node, args, kwargs)
+
+    def _iterator_arguments(self, node, func, args, kwargs):
+        """tl.range / tl.static_range arguments bound to the iterator's signature: the bounds
+        [start, end, step] (given by position or keyword, as range() reads them) and the
+        other (hint) arguments by name."""
+        try:
+            given = inspect.signature(func).bind(*args, **kwargs).arguments
+        except TypeError as exc:
+            raise self.error(node.iter, f"wrong arguments for tl.{func.__name__}: {exc}")
+        first, second, step = (given.get(name) for name in ("arg1", "arg2", "step"))
+        start, end = (constexpr(0), first) if _is_none(second) else (first, second)
+        step = constexpr(1) if _is_none(step) else step
+        hints = {k: v for k, v in given.items() if k not in ("arg1", "arg2", "step")}
+        return [start, end, step], hints
 
     def _range_bounds(self, node, args):
         if not 1 <= len(args) <= 3:
@@ -741,10 +760,14 @@ class CodeGenerator(ast.NodeVisitor):
                     and item.step is None:
                 dim += 1
             else:
-                raise self.error(item, "tensors can only be indexed with None (a new axis) and "
-                                       "`:` (keep an axis), e.g. x[:, None]")
-        if sum(1 for i in items if isinstance(i, ast.Slice)) > len(t.shape):
-            raise self.error(node, f"too many indices for a tensor of rank {len(t.shape)}")
+                raise self.error(item, f"unsupported tensor index: {ast.unparse(item)}: tensors "
+                                       "can only be indexed with None (a new axis) and `:` "
+                                       "(keep an axis), e.g. x[:, None]")
+        # Each `:` keeps an axis of the result (Triton skips it without a check): more of them
+        # than the result has axes is an error.
+        if sum(1 for i in items if isinstance(i, ast.Slice)) > len(result.shape):
+            raise self.error(node, f"too many indices: {len(items)} for a tensor of rank "
+                                   f"{len(t.shape)} ({len(result.shape)} after the new axes)")
         return result
 
     def visit_BinOp(self, node):
@@ -847,10 +870,24 @@ class CodeGenerator(ast.NodeVisitor):
             raise self.error(node.test, "a conditional expression needs a scalar condition; "
                                         "use tl.where for blocks")
         cond = self.sem.cast(cond, tl.int1)
-        blocks, values = [Block(), Block()], []
+        blocks, raw = [Block(), Block()], []
         for block, expr in zip(blocks, (node.body, node.orelse)):
             with self.builder.at_end_of(block):
-                values.append(self.sem.to_tensor(self.visit(expr)))
+                raw.append(self.visit(expr))
+        if all(_is_none(r) for r in raw):      # `f(x) if c else g(x)` used as a statement
+            for block in blocks:
+                with self.builder.at_end_of(block):
+                    self.builder.create(scf.YieldOp, [])
+            self.builder.create(scf.IfOp, [cond.handle], [], {},
+                                [Region([blocks[0]]), Region([blocks[1]])])
+            return constexpr(None)
+        if any(_is_none(r) for r in raw):
+            raise self.error(node, "one side of this conditional expression has no value "
+                                   "(None) and the other has one; give both sides a value")
+        values = []
+        for block, r in zip(blocks, raw):
+            with self.builder.at_end_of(block):
+                values.append(self.sem.to_tensor(r))
         then_v, else_v = values
         if then_v.dtype != else_v.dtype and (then_v.dtype.is_ptr() or else_v.dtype.is_ptr()):
             raise self.error(node, "Ternary expression with dynamic condition has inconsistent "
@@ -919,6 +956,10 @@ class CodeGenerator(ast.NodeVisitor):
     def call_builtin(self, node, fn, args, kwargs):
         """Call a builtin's implementation with the semantic context first, after checking the arguments bind."""
         impl = builtin_impl(fn)
+        # An explicit None (a constexpr None once visited) means "not given", as for Triton's
+        # builtins, which unwrap their constexpr arguments: tl.load(p, None) has no mask.
+        args = [None if _is_none(a) else a for a in args]
+        kwargs = {k: None if _is_none(v) else v for k, v in kwargs.items()}
         try:
             inspect.signature(impl).bind(self.sem, *args, **kwargs)
         except TypeError as exc:
@@ -1098,6 +1139,10 @@ def cond_value(c) -> object:
 
 def _unwrap(x):
     return x.value if isinstance(x, constexpr) else x
+
+
+def _is_none(x) -> bool:
+    return x is None or isinstance(x, constexpr) and x.value is None
 
 
 def _type_text(t: tensor) -> str:

@@ -92,8 +92,8 @@ def computation_type(a: dtype, a_scalar: bool, b: dtype, b_scalar: bool,
     if not (a.is_int() and b.is_int()):
         raise SemanticError(f"unsupported operand dtypes {a} and {b}")
     if div_or_mod and a.is_int_signed() != b.is_int_signed():
-        raise SemanticError(f"cannot use /, // or % with {a} and {b}: their signedness differs; "
-                            "cast one of them with .to() first")
+        raise SemanticError(f"Cannot use /, // or % with {a} and {b} because they have "
+                            "different signedness; cast one of them with .to() first")
     return integer_promote(a, b)                                        # R5
 
 
@@ -105,10 +105,14 @@ FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "o
 class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
-    def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None):
+    def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None,
+                 gpu_limits: bool = True):
         self.builder = builder
         #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)
         self.default_dot_input_precision = default_dot_input_precision
+        #: whether the GPU's instruction limits apply (tl.dot's minimum K); not for ttir made
+        #: for the interpreter, which has none (as Triton's interpreter)
+        self.gpu_limits = gpu_limits
         # `call_function(jit_fn, args) -> list of tensors`: emits a tt.call of a @jit function
         # (the code generator's, which specializes and generates the callee); builtins taking
         # user functions (tl.reduce's combine_fn) call it.
@@ -412,11 +416,21 @@ class Semantic:
             return self._binary("remf", a, b)
         return self._binary("remui" if a.dtype.is_int_unsigned() else "remsi", a, b)
 
+    @staticmethod
+    def _int_operand_dtypes(a, b, op: str) -> list:
+        """The operands' own dtypes (before promotion; None for a non-value, which `operands`
+        then reports), refusing non-integer operands of bitwise and shift operators."""
+        kinds = [literal_dtype(_value(x)) if is_python_number(x) else getattr(x, "dtype", None)
+                 for x in (a, b)]
+        if all(k is not None for k in kinds) and not all(k.is_int() for k in kinds):
+            # Triton's wording first ("invalid operands of type A and B"), then ours.
+            raise SemanticError(f"invalid operands of type {kinds[0]} and {kinds[1]}: `{op}` "
+                                "needs integer (or boolean) operands")
+        return kinds
+
     def _int_only(self, name: str, a, b, op: str) -> tensor:
-        a, b = self.operands(a, b)
-        if not a.dtype.is_int():
-            raise SemanticError(f"`{op}` needs integer (or boolean) operands, got {a.dtype}")
-        return self._binary(name, a, b)
+        self._int_operand_dtypes(a, b, op)
+        return self._binary(name, *self.operands(a, b))
 
     def and_(self, a, b) -> tensor:
         """`&` on integers or booleans."""
@@ -435,11 +449,13 @@ class Semantic:
         return self._int_only("shli", a, b, "<<")
 
     def rshift(self, a, b) -> tensor:
-        """`>>`: arithmetic shift for signed, logical for unsigned."""
+        """`>>`: arithmetic shift when the tensor operand's own dtype is signed, logical when
+        it is unsigned. As in Triton, that dtype is the one before promotion: `int8 >> uint16`
+        shifts the sign-extended 16-bit value arithmetically."""
+        kinds = self._int_operand_dtypes(a, b, ">>")
+        own = kinds[1] if isinstance(b, tensor) and not isinstance(a, tensor) else kinds[0]
         a, b = self.operands(a, b)
-        if not a.dtype.is_int():
-            raise SemanticError(f"`>>` needs integer operands, got {a.dtype}")
-        return self._binary("shrui" if a.dtype.is_int_unsigned() else "shrsi", a, b)
+        return self._binary("shrsi" if own.is_int_signed() else "shrui", a, b)
 
     def pow(self, a, b) -> tensor:
         """`**`: repeated multiplication for a small constant integer exponent, else
@@ -543,7 +559,13 @@ class Semantic:
         cond = self.cast(self.to_tensor(cond), tl.int1)
         if is_python_number(x) and is_python_number(y):
             x = self.to_tensor(x)
-        x, y = self.operands(x, y)
+        if _is_ptr(x) and _is_ptr(y):           # selecting between pointers: no promotion
+            if x.dtype != y.dtype:
+                raise SemanticError(f"tl.where's pointers must have one type, got {x.dtype} "
+                                    f"and {y.dtype}")
+            x, y = self.broadcast_pair(x, y)
+        else:
+            x, y = self.operands(x, y)
         shape = self.broadcast_shape(cond.shape, x.shape)
         cond, x, y = (self.broadcast_to(v, shape) for v in (cond, x, y))
         return self._new(arith.SelectOp, [cond, x, y], x.type)

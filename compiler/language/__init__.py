@@ -7,7 +7,7 @@ from . import math  # noqa: F401
 from .core import (NotInKernelError, PropagateNan, bfloat16, block_type, builtin,  # noqa: F401
                    const, constexpr, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5,
                    float8e5b16, float16, float32, float64, int1, int8, int16, int32, int64,
-                   pointer_type, str_to_ty, tensor_descriptor,
+                   pi32_t, pointer_type, str_to_ty, tensor_descriptor,
                    tensor, uint8, uint16, uint32, uint64)
 from .iterators import range, static_range  # noqa: F401
 from .profile import profile  # noqa: F401
@@ -18,12 +18,13 @@ from .standard import (  # noqa: F401
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
     sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
-    zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast)
+    zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast, xor_sum)
 from .block_pointers import (advance, load_tensor_descriptor, make_block_ptr,  # noqa: F401,E402
                              make_tensor_descriptor, store_tensor_descriptor)
 from .composite import (cat, debug_barrier, flip, gather, histogram, inline_asm_elementwise,  # noqa: F401,E402,E501
                         interleave, join, sort, split, topk)
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)
+from .indexing import swizzle2d  # noqa: F401,E402  (likewise)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 

@@ -277,6 +277,8 @@ float8e4nv = dtype("fp8e4nv")
 float8e4b8 = dtype("fp8e4b8")
 float8e5 = dtype("fp8e5")
 float8e5b16 = dtype("fp8e5b16")
+#: Triton's name for a pointer to int32 (`x.to(tl.pi32_t)` turns an address into one).
+pi32_t = pointer_type(int32)
 
 DTYPES_BY_NAME = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                       uint64, float8e4nv, float8e5, float16, bfloat16, float32,

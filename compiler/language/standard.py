@@ -541,6 +541,17 @@ def sum(_sem, input, axis=None, keep_dims=False, dtype=None) -> tensor:
     return _reduce_sum(_sem, input, _axis(axis), _const(keep_dims, "keep_dims"), dt)
 
 
+@builtin
+def xor_sum(_sem, input, axis=None, keep_dims=False) -> tensor:
+    """Bitwise xor of the integers (or booleans) along `axis` (all axes when None), in the
+    input's own dtype."""
+    x = _sem.to_tensor(input)
+    if not x.dtype.is_int():
+        raise SemanticError(f"tl.xor_sum needs integer (or boolean) values, got {x.dtype}")
+    return _sem.reduce([x], _axis(axis), lambda a: [_sem.xor_(a[0], a[1])],
+                       _const(keep_dims, "keep_dims"))[0]
+
+
 def _max_or_min(_sem, input, axis, return_indices, tie_break_left, keep_dims, pred, reduce):
     """Shared body of tl.max / tl.min: a plain reduction, or (value, index) with indices."""
     if _const(return_indices, "return_indices"):
@@ -672,7 +683,7 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
     min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
-    if mk[1] < min_k:
+    if _sem.gpu_limits and mk[1] < min_k:
         raise SemanticError(f"tl.dot needs K >= {min_k} for {a.dtype} operands, got "
                             f"{list(a.shape)} x {list(b.shape)}")
     precision = _opt_const(input_precision, "input_precision")

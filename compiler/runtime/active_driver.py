@@ -1,9 +1,11 @@
 """`triton.runtime.driver.active`: the device queries Triton code makes before it launches.
 
-`active()` returns the `CudaDriver` when a CUDA GPU is usable and the interpreter is not forced
-(TILE_INTERPRET / TRITON_INTERPRET, read once here, at the edge), else the `InterpreterDriver`,
+`active()` returns the `CudaDriver` when a CUDA GPU is usable, else the `InterpreterDriver`,
 whose device is the host (torch's "cpu") and whose properties are those of the simulated target
 the interpreter stands for (sm_90, H100/H200 limits), stated as such in `SIMULATED_PROPERTIES`.
+As in Triton, the choice does not depend on whether kernels are interpreted
+(TILE_INTERPRET / TRITON_INTERPRET): on a GPU host, interpreted code keeps its tensors on the
+GPU and the interpreter stages them through host memory for each launch.
 Both answer `get_current_target`, `get_active_torch_device`, `get_current_device`,
 `set_current_device`, `get_current_stream`, `get_device_interface`, `get_benchmarker`,
 `get_empty_cache_for_benchmark`, `clear_cache` and `utils.get_device_properties(device)` with
@@ -12,7 +14,6 @@ Triton's keys.
 from __future__ import annotations
 
 import functools
-import os
 
 from compiler.codegen.backend import GPUTarget
 from compiler.codegen.nvidia_backend import DEFAULT_ARCH
@@ -126,8 +127,31 @@ class CudaDriver(_Driver):
         return {key: driver.device_attribute(name, device) for key, name in _ATTRIBUTES.items()}
 
 
+def complete_torch_cpu_streams(torch) -> None:
+    """Give `torch.cpu` the `set_stream` that device-agnostic code calls as
+    `getattr(torch, device.type).set_stream(stream)` (Triton's tutorials do). torch's CPU
+    module has `Stream`, `current_stream` and the `stream(...)` context, "to facilitate
+    device-agnostic code", but no `set_stream`; the one added here makes `stream` the current
+    CPU stream through torch's own `StreamContext`, so `torch.cpu.current_stream()` returns it
+    afterwards. Nothing is added when torch has one."""
+    cpu = torch.cpu
+    if hasattr(cpu, "set_stream") or not hasattr(cpu, "StreamContext"):
+        return
+
+    def set_stream(stream) -> None:
+        """Make `stream` (a torch.cpu.Stream) the current CPU stream (CPU work runs in
+        program order: streams change nothing else)."""
+        if not isinstance(stream, cpu.Stream):
+            raise TypeError(f"torch.cpu.set_stream needs a torch.cpu.Stream, got "
+                            f"{type(stream).__name__}")
+        cpu.StreamContext(stream).__enter__()
+
+    set_stream.__module__ = __name__
+    cpu.set_stream = set_stream
+
+
 class InterpreterDriver(_Driver):
-    """No GPU (or the interpreter forced): kernels run in our interpreter on host memory."""
+    """No GPU: kernels run in our interpreter on host memory."""
 
     def __init__(self):
         super().__init__()
@@ -139,16 +163,23 @@ class InterpreterDriver(_Driver):
         return GPUTarget("cuda", DEFAULT_ARCH, 32)
 
     def get_active_torch_device(self):
-        """torch.device("cpu"): the interpreter reads and writes host tensors."""
-        return _torch().device("cpu")
+        """torch.device("cpu"): the interpreter reads and writes host tensors. torch.cpu
+        gets the `set_stream` it lacks (`complete_torch_cpu_streams`), since code given this
+        device calls it as it calls torch.cuda.set_stream."""
+        torch = _torch()
+        complete_torch_cpu_streams(torch)
+        return torch.device("cpu")
 
     def get_current_stream(self, device: int | None = None) -> int:
         """0: the interpreter runs synchronously, there is no stream."""
         return 0
 
     def get_device_interface(self):
-        """torch.cpu (the interpreter's device)."""
-        return _torch().cpu
+        """torch.cpu (the interpreter's device), with `set_stream` (see
+        `get_active_torch_device`)."""
+        torch = _torch()
+        complete_torch_cpu_streams(torch)
+        return torch.cpu
 
     def get_empty_cache_for_benchmark(self):
         """A small host buffer (no L2 to flush on the host)."""
@@ -158,16 +189,11 @@ class InterpreterDriver(_Driver):
         """Nothing to evict on the host."""
 
 
-def _interpret_forced(environ=os.environ) -> bool:
-    return any(environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-               for name in ("TILE_INTERPRET", "TRITON_INTERPRET"))
-
-
 @functools.lru_cache(maxsize=None)
 def active() -> _Driver:
-    """The driver in use, chosen once: CUDA when a GPU is usable and the interpreter is not
-    forced, else the interpreter's."""
+    """The driver in use, chosen once: CUDA when a GPU is usable (whether or not kernels are
+    interpreted, as Triton chooses it), else the interpreter's."""
     from compiler.runtime.driver import gpu_available
-    if not _interpret_forced() and gpu_available():
+    if gpu_available():
         return CudaDriver()
     return InterpreterDriver()

@@ -541,7 +541,7 @@ class JITFunction(KernelInterface):
         from compiler.trace import CompileTrace
 
         source = self.source_for(spec)
-        module = source.make_ttir(options)
+        module = source.make_ttir({**options, "for_interpreter": True})
         compiled = self._compiled.get(key)
         trace = getattr(compiled, "trace", None)
         note = None

@@ -218,7 +218,7 @@ CASES = [
     (k_arange_pow2, SIG, {}, "tl.arange", "must be a positive power of two"),
     (k_shape_mismatch, SIG, {}, "a + b", "shapes [16] and [32] are incompatible"),
     (k_float_bitand, {"X": "*fp32", "n": "i32"}, {}, "x & 1",
-     "`&` needs integer (or boolean) operands, got fp32"),
+     "invalid operands of type fp32 and int32: `&` needs integer (or boolean) operands"),
     (k_unknown_tl, SIG, {}, "tl.frobnicate", "unknown name tl.frobnicate"),
     (k_if_type_change, SIG, {}, "if n", "variable 'v' is an fp32 scalar in the then-branch but an "
                                         "int32 scalar in the else-branch"),
@@ -238,7 +238,8 @@ CASES = [
     (k_dot_dtypes, {"A": "*fp16", "B": "*fp32"}, {}, "tl.dot",
      "tl.dot's operands must have the same dtype, got fp16 and fp32"),
     (k_load_args, SIG, {}, "tl.load", "wrong arguments for tl.load"),
-    (k_int_div_signedness, SIG, {}, "u // n", "cannot use /, // or % with uint32 and int32"),
+    (k_int_div_signedness, SIG, {}, "u // n",
+     "Cannot use /, // or % with uint32 and int32 because they have different signedness"),
 ]
 
 

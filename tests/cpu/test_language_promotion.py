@@ -93,7 +93,7 @@ def test_integer_true_division_converts_both_sides_to_fp32():
 @pytest.mark.parametrize("a,b", [("i32", "u32"), ("u8", "i8")])
 def test_mixed_signedness_division_is_rejected(a, b):
     for method in ("floordiv", "mod", "truediv"):
-        with pytest.raises(SemanticError, match="signedness differs"):
+        with pytest.raises(SemanticError, match="because they have different signedness"):
             run(method, a, b)
 
 

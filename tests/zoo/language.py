@@ -64,25 +64,20 @@ def _make_combine(rng):
 
 
 # ---- random numbers ---------------------------------------------------------------------------
-def philox_reference(seed: int, offsets, bits: int) -> np.ndarray:
-    """Philox 4xW-10 of the counters (offset, 0, 0, 0), in Python integers: shape [n, 4]."""
-    mask = (1 << bits) - 1
-    if bits == 32:
-        mul_a, mul_b, step_a, step_b = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
-        key = (seed & mask, (seed >> 32) & mask)
-    else:
-        mul_a, mul_b = 0xD2E7470EE14C6C93, 0xCA5A826395121157
-        step_a, step_b = 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B
-        key = (seed & mask, 0)
+def philox_reference(seed: int, offsets) -> np.ndarray:
+    """Philox 4x32-10 of the counters (offset's low 32 bits, its high 32 bits, 0, 0) keyed by
+    the seed's two halves, in Python integers: shape [n, 4]. This is what tl.randint4x returns
+    for 32- and 64-bit offsets alike (as Triton, since its PR 6832)."""
+    mask = 0xFFFFFFFF
     out = []
     for offset in offsets:
-        c0, c1, c2, c3 = int(offset) & mask, 0, 0, 0
-        k0, k1 = key
+        c0, c1, c2, c3 = int(offset) & mask, int(offset) >> 32 & mask, 0, 0
+        k0, k1 = seed & mask, seed >> 32 & mask
         for _ in range(10):
-            p0, p2 = mul_a * c0, mul_b * c2
-            c0, c1, c2, c3 = ((p2 >> bits) ^ c1 ^ k0) & mask, p2 & mask, \
-                ((p0 >> bits) ^ c3 ^ k1) & mask, p0 & mask
-            k0, k1 = (k0 + step_a) & mask, (k1 + step_b) & mask
+            p0, p2 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+            c0, c1, c2, c3 = ((p2 >> 32) ^ c1 ^ k0) & mask, p2 & mask, \
+                ((p0 >> 32) ^ c3 ^ k1) & mask, p0 & mask
+            k0, k1 = (k0 + 0x9E3779B9) & mask, (k1 + 0xBB67AE85) & mask
         out.append((c0, c1, c2, c3))
     return np.array(out, dtype=np.uint64)
 
@@ -102,7 +97,7 @@ def _make_randint4x(bits):
     def make(rng):
         n = awkward(rng, 100, 600, 128)
         seed = int(rng.integers(0, 2**40))
-        ref = philox_reference(seed, range(n), bits).reshape(-1)
+        ref = philox_reference(seed, range(n)).reshape(-1)
         dt = np.int32 if bits == 32 else np.int64
         expected = ref.astype(np.uint32 if bits == 32 else np.uint64).view(dt)
         return Case([np.zeros(4 * n, dt), seed, n], (triton.cdiv(n, 128),), {0: expected},
@@ -129,7 +124,7 @@ def rand_kernel(uniform_ptr, normal_ptr, seed, n, BLOCK: tl.constexpr):
 def _make_rand(rng):
     n = awkward(rng, 100, 2000, 256)
     seed = int(rng.integers(0, 2**31))
-    ints = philox_reference(seed, range(n), 32)
+    ints = philox_reference(seed, range(n))
     u1, u2 = uniform_reference(ints[:, 0]), uniform_reference(ints[:, 1])
     radius = np.sqrt(np.float32(-2.0) * np.log(np.maximum(np.float32(1e-7), u1)))
     normal = radius * np.cos(np.float32(6.283185307179586) * u2)
@@ -456,8 +451,8 @@ def _make_small_batched_dot(rng):
 #: This family's catalogue entries.
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
-    ZooKernel("randint4x_philox32", randint4x_kernel, _make_randint4x(32)),
-    ZooKernel("randint4x_philox64", randint4x_kernel, _make_randint4x(64)),
+    ZooKernel("randint4x_i32_offsets", randint4x_kernel, _make_randint4x(32)),
+    ZooKernel("randint4x_i64_offsets", randint4x_kernel, _make_randint4x(64)),
     ZooKernel("rand_randn", rand_kernel, _make_rand, RANDN, RANDN),
     ZooKernel("join_split_interleave_cat_flip", shapes_kernel, _make_shapes),
     ZooKernel("flip_f32_nan_negzero", flip_float_kernel, _make_flip_float),

@@ -19,8 +19,8 @@ from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 
 from .errors import OpError
 from .registry import semantics
-from .values import (as_signed, as_unsigned, bf16_bits_to_f32, bits_of, f32_to_bf16_bits,
-                     float_to_int, from_bits, int_width, is_bf16, round_to_bf16, value_dtype,
+from .values import (as_signed, as_unsigned, bits_of, emulated_format,
+                     float_to_int, from_bits, int_width, value_dtype,
                      wrap_to)
 
 
@@ -283,8 +283,15 @@ def fptoui(ctx, op, values):
 
 @semantics(arith.CAST_OPS["extf"], arith.CAST_OPS["truncf"])
 def float_cast(ctx, op, values):
-    """extf/truncf: numpy's conversions round to nearest even; bf16 rounds in `coerce`."""
-    return np.asarray(values[0]).astype(value_dtype(op.results[0].type))
+    """extf/truncf: numpy's conversions round to nearest even; emulated formats round in
+    `coerce`, after the saturation conversions into 8-bit floats have (see `values`)."""
+    return _saturated(values[0], op.results[0].type).astype(value_dtype(op.results[0].type))
+
+
+def _saturated(x, t) -> np.ndarray:
+    """`x` clamped for a conversion into `t` when `t`'s conversions saturate (8-bit floats)."""
+    emulated = emulated_format(t)
+    return np.asarray(x) if emulated is None else np.asarray(emulated.saturate(x))
 
 
 @semantics(tt.FpToFpOp)
@@ -293,7 +300,7 @@ def fp_to_fp(ctx, op, values):
     steps one unit toward zero where that rounded away from zero (so a finite value too large
     for the target becomes its largest finite value, never infinity)."""
     dst = op.results[0].type
-    x = np.asarray(values[0])
+    x = _saturated(values[0], dst)
     with np.errstate(over="ignore"):
         if op.attributes["rounding"].value == "rtne":
             return x.astype(value_dtype(dst))
@@ -307,16 +314,19 @@ def fp_to_fp(ctx, op, values):
 
 
 def _round_float(x, t):
-    """`x` rounded to nearest even in float type `t`, held as `value_dtype(t)` (bf16 too)."""
+    """`x` rounded to nearest even in float type `t`, held as `value_dtype(t)` (emulated
+    formats too)."""
     held = np.asarray(x).astype(value_dtype(t))
-    return round_to_bf16(held) if is_bf16(t) else held
+    emulated = emulated_format(t)
+    return emulated.round(held) if emulated is not None else held
 
 
 def _next_toward_zero(x, t):
     """The value one unit in the last place of float type `t` closer to zero than `x`."""
-    if is_bf16(t):
-        bits = f32_to_bf16_bits(x).astype(np.int32)
-        return bf16_bits_to_f32((bits - 1).astype(np.uint16))
+    emulated = emulated_format(t)
+    if emulated is not None:          # sign-magnitude patterns: one less is one step inward
+        bits = emulated.to_bits(x)
+        return emulated.from_bits((bits.astype(np.int64) - 1).astype(bits.dtype))
     narrow = x.astype(value_dtype(t))
     return np.nextafter(narrow, np.zeros_like(narrow))
 
