@@ -161,13 +161,13 @@ def _shuffled(ctx, values, plan) -> list:
     out = []
     for reg, const in plan.rounds:
         if (reg, const) not in moved:
-            lane = _xor_const(b, term, const)
+            lane = xor_const(b, term, const)
             moved[reg, const] = shuffle_idx(b, values[reg], lane)
         out.append(moved[reg, const])
     return out
 
 
-def _xor_const(b, term, const: int):
+def xor_const(b, term, const: int):
     """A thread term (value, mask) XOR a constant (an add where their bits are disjoint)."""
     if term is None:
         return i32(const)
@@ -195,7 +195,7 @@ def _vector_groups(registers: int, vec_bits: tuple) -> list:
 def _register_offsets(ctx, offsets, registers: list) -> dict:
     """{register: i32 element offset} of a (register, lane, warp) -> offset layout."""
     term = ctx.indexer.thread_term(offsets)
-    return {r: _xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
+    return {r: xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
             for r in registers}
 
 
@@ -347,13 +347,18 @@ def lower_local_load(ctx, op):
     t = op.results[0].type
     base = ctx.get(buf)[0]
     users = op.results[0].users()
-    if users and all(isinstance(u, tt.DotOp) for u in users):
+    if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):
+        from .lower_mma import ldmatrix_mode, load_mma_operand
+        if ldmatrix_mode(buf.type.encoding, t) is not None:
+            if users and all(isinstance(u, tt.DotOp) for u in users):
+                ctx.shared_sources[id(op.results[0])] = base
+                ctx.set(op.results[0], [])
+            else:
+                ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
+            return
+    elif users and all(isinstance(u, tt.DotOp) for u in users):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
-        return
-    if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):
-        from .lower_mma import load_mma_operand
-        ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
         return
     ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))
 
