@@ -511,13 +511,15 @@ class CTA:
 
     # ---- inline PTX -----------------------------------------------------------------------
     def _asm(self, asm: ir.InlineAsm, args, ret_ty, active):
-        if asm.asm.startswith(("ldmatrix.", "mma.sync.")):
+        if asm.asm.startswith(("ldmatrix.", "stmatrix.", "mma.sync.")):
             if not np.all(active):
                 raise Unsupported(f"warp-collective {asm.asm.split()[0]} under a partial mask")
-            if asm.asm.startswith("ldmatrix."):
+            if asm.asm.startswith(("ldmatrix.", "stmatrix.")):
                 rows = 8 * int(re.search(r"\.x(\d)", asm.asm).group(1))  # lanes giving rows
                 check_aligned(args[0], 16, (self.tid % np.uint64(WARP)) < np.uint64(rows),
-                              "ldmatrix row")
+                              f"{asm.asm.split('.')[0]} row")
+                if asm.asm.startswith("stmatrix."):
+                    return self._stmatrix(asm.asm, args[0], args[1:])
                 return self._ldmatrix(asm.asm, args[0])
             return self._mma(asm.asm, args)
         constraints = asm.constraint.split(",")
@@ -642,6 +644,30 @@ class CTA:
                 words.append(self.memory.load(addresses[source.astype(np.int64)] + offset, 4,
                                               everyone))
         return words[0] if count == 1 else words
+
+    def _stmatrix(self, text, addresses, words):
+        """`stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16`: the inverse of ldmatrix.
+        Lanes 8q..8q+7 give the row addresses of matrix q; lane l's word q holds matrix q's
+        row l/4, elements 2(l%4) and 2(l%4)+1 (with .trans: rows 2(l%4) and 2(l%4)+1 of
+        column l/4)."""
+        trans = ".trans" in text
+        lane = self.tid % np.uint64(WARP)
+        warp_first = self.tid - lane
+        everyone = np.ones(self.n, dtype=bool)
+        for q, word in enumerate(words):
+            word = word.astype(np.uint64)
+            if trans:
+                row0 = warp_first + np.uint64(8 * q) + (lane % np.uint64(4)) * np.uint64(2)
+                column = (lane // np.uint64(4)) * np.uint64(2)
+                for half in range(2):
+                    rows = addresses[(row0 + np.uint64(half)).astype(np.int64)]
+                    self.memory.store(rows + column, (word >> np.uint64(16 * half)) &
+                                      np.uint64(0xFFFF), 2, everyone)
+            else:
+                source = warp_first + np.uint64(8 * q) + lane // np.uint64(4)
+                offset = (lane % np.uint64(4)) * np.uint64(4)
+                self.memory.store(addresses[source.astype(np.int64)] + offset, word, 4, everyone)
+        return None
 
     def _mma(self, text, args):
         """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.*.f32` on each warp: gather the A
