@@ -183,3 +183,15 @@ def test_evaluator_reports_a_misaligned_vector_access():
     b.ret_void()
     with pytest.raises(simt.Misaligned, match="not aligned to 16 bytes"):
         simt.CTA(fn, 1, simt.Memory(), (0, 0, 0), (1, 1, 1), [], 64).run()
+
+
+@pytest.mark.parametrize("layout", ["mma_v2", "mma_v3", "dot_a_v2", "dot_b_v2", "dot_a_v3",
+                                    "blocked_row", "linear"])
+def test_layout_matrix_shared_cells_use_the_matrix_instructions(layout):
+    """The layout matrix's `shared` cells (a 16-byte-row buffer): every tensor-core layout
+    goes both ways by stmatrix / ldmatrix; other layouts by vector loads and stores."""
+    from tests.cpu import layout_matrix
+    case = layout_matrix.case(f"{layout}-shared")
+    llvm = lower_module(parse_module(case.text), LoweringOptions(optimize=False)).llvm_ir
+    tensor_core = not layout.startswith(("blocked", "linear"))
+    assert ("ldmatrix" in llvm) is tensor_core and ("stmatrix" in llvm) is tensor_core
