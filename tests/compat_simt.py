@@ -144,8 +144,8 @@ def simulated_compile(src, *args, **kwargs):
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """Before the harness configures: point `triton.compile` at `simulated_compile`, and have
-    torch report the simulated device's compute capability (9, 0) and name, which Triton's test helpers
-    ask torch for, so the tests pick their sm_90 (32-thread warp, mma v3) cases."""
+    torch report the simulated device's compute capability (9, 0) and name, which Triton's
+    test helpers ask torch for, so the tests pick their sm_90 (32-thread warp, mma v3) cases."""
     import torch
 
     import compiler

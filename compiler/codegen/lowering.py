@@ -74,8 +74,9 @@ class LoweringOptions:
     """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, the
     register cap per thread (`.maxnreg`; None: no cap), whether fadd/fsub/fmul may contract
     into fma (`fp_fusion`, the compile option enable_fp_fusion), the target's compute
-    capability (`arch`: which instructions exist, e.g. stmatrix from sm_90), and the kernel's metadata
-    (num_warps, ...; None: read from the module's attributes, `KernelMetadata.from_ttgir`)."""
+    capability (`arch`: which instructions exist, e.g. stmatrix from sm_90), and the kernel's
+    metadata (num_warps, ...; None: read from the module's attributes,
+    `KernelMetadata.from_ttgir`)."""
 
     ttgir_file: str | None = None
     optimize: bool = True

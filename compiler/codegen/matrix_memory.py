@@ -6,9 +6,9 @@ Both are chosen from the linear layouts alone: `matrix_mode` looks at the offset
 thread's register pair and lanes form the rows and columns the instructions hand out (plain,
 or `.trans`), with every row 16 contiguous, 16-byte-aligned bytes. The row addresses the lanes
 give are that same map restricted to the lanes that own each row's first element, so no layout
-has a case of its own here: mma accumulators (v2, v3), dot operands and blocked layouts all go
-through the same check, and a layout that fails it is moved by the generic vector path
-(compiler.codegen.lower_convert).
+has a case of its own here: mma accumulators (v2, v3) and dot operands of any kWidth go through
+the same check (`tensor_core_layout` says which layouts try it), and a pairing that fails it is
+moved by the generic vector path (compiler.codegen.lower_convert).
 """
 from __future__ import annotations
 
@@ -39,12 +39,13 @@ def operand_offsets(shared_layout, operand_type: TensorType):
 
 def matrix_mode(shared_layout, operand_type: TensorType):
     """How `ldmatrix` reads (and `stmatrix` writes) a tensor of `operand_type` (16-bit, any
-    layout) from a buffer of `shared_layout`, from the offsets map: False (plain) when each thread's register pair, lanes
-    0-1 and lanes 2-4 are the 8x8 matrix's (column pair, column, row) and every other basis
-    moves whole 16-byte rows; True (`.trans`) when lanes 2-4 are its columns and (register
-    bit 0, lanes 0-1) its rows; None when neither holds (then the registers are loaded one
-    vector at a time). A swizzle whose `vec` is below 8 elements leaves no 16-byte rows:
-    ldmatrix there would read 16 bytes at 8-byte-aligned addresses ("misaligned address")."""
+    layout) from a buffer of `shared_layout`, from the offsets map: False (plain) when each
+    thread's register pair, lanes 0-1 and lanes 2-4 are the 8x8 matrix's (column pair, column,
+    row) and every other basis moves whole 16-byte rows; True (`.trans`) when lanes 2-4 are its
+    columns and (register bit 0, lanes 0-1) its rows; None when neither holds (then the
+    registers move one vector at a time). A swizzle whose `vec` is below 8 elements leaves no
+    16-byte rows: ldmatrix there would read 16 bytes at 8-byte-aligned addresses ("misaligned
+    address" on the GPU)."""
     if operand_type.element.width != 16 or operand_type.rank != 2:
         return None
     offsets = operand_offsets(shared_layout, operand_type)

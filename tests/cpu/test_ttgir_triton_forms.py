@@ -62,7 +62,8 @@ def test_generic_form_takes_the_predicate_enum_number(op, number, name, ty):
 
 
 def test_generic_form_string_predicate_still_parses():
-    printed = _round_trip(_module('%0 = "arith.cmpi"(%a, %b) <{predicate = "sge"}> : (i32, i32) -> i1'))
+    printed = _round_trip(
+        _module('%0 = "arith.cmpi"(%a, %b) <{predicate = "sge"}> : (i32, i32) -> i1'))
     filecheck(printed, "CHECK: arith.cmpi sge, %a, %b : i32")
 
 
