@@ -390,18 +390,23 @@ def _rem(a: AxisInfo, b: AxisInfo) -> AxisInfo:
     return AxisInfo(tuple(contig), tuple(div), const, value)
 
 
+#: predicates `run OP bound` whose value can only change where the run reaches the bound
+#: itself: with the run's first value and the bound multiples of g, every aligned block of g
+#: consecutive values lies wholly below or wholly at-or-above the bound (`<=` and `>` change
+#: one past it, inside a block). Keyed by which side holds the run.
+_RUN_LEFT = ("slt", "ult", "sge", "uge")
+_RUN_RIGHT = ("sgt", "ugt", "sle", "ule")
+
+
 def _compare(a: AxisInfo, b: AxisInfo, predicate: str) -> AxisInfo:
     const = list(map(gcd, a.constancy, b.constancy))
-    if predicate not in ("eq", "ne"):
-        for d in range(a.rank):
-            # a contiguous run compared with a value constant over it changes at most at a
-            # multiple of the constant's divisibility
-            if a.contiguity[d] > 1 and b.constancy[d] > 1:
-                const[d] = max(const[d], gcd(gcd(a.contiguity[d], b.divisibility[d]),
-                                             gcd(a.divisibility[d], b.constancy[d])))
-            if b.contiguity[d] > 1 and a.constancy[d] > 1:
-                const[d] = max(const[d], gcd(gcd(b.contiguity[d], a.divisibility[d]),
-                                             gcd(b.divisibility[d], a.constancy[d])))
+    for d in range(a.rank):
+        # a contiguous run compared with a value constant over it changes at most at a
+        # multiple of the constant's divisibility
+        for run, bound, sides in ((a, b, _RUN_LEFT), (b, a, _RUN_RIGHT)):
+            if predicate in sides and run.contiguity[d] > 1 and bound.constancy[d] > 1:
+                const[d] = max(const[d], gcd(gcd(run.contiguity[d], bound.divisibility[d]),
+                                             gcd(run.divisibility[d], bound.constancy[d])))
     ones = (1,) * a.rank
     return AxisInfo(ones, ones, tuple(const))
 

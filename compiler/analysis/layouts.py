@@ -136,6 +136,25 @@ def elements_per_thread(layout, shape: tuple) -> int:
     return _linear(layout, tuple(shape)).in_dim_size("register")
 
 
+@lru_cache(maxsize=None)
+def equal_value_registers(layout, shape: tuple, constancy: tuple) -> tuple | None:
+    """For a value constant over aligned blocks of `constancy` elements per dim (what axis info
+    calls constancy), per register the lowest register of the same thread holding an element
+    of the same block, so the same value; None when no register shares a block. Lanes and
+    warps only XOR a thread offset into the coordinates, which moves every register of a
+    thread by the same aligned amount, so thread 0's registers decide for all."""
+    if any(c < 1 or c & (c - 1) for c in constancy) or all(c == 1 for c in constancy):
+        return None
+    ll = _linear(layout, tuple(shape))
+    first: dict = {}
+    out = []
+    for r in range(ll.in_dim_size("register")):
+        coords = ll.apply_tuple(register=r, lane=0, warp=0)
+        block = tuple(x // c for x, c in zip(coords, constancy))
+        out.append(first.setdefault(block, r))
+    return tuple(out) if len(first) < len(out) else None
+
+
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
     """The coordinates each register of thread (warp, lane) holds, in register order: read
     from the layout's linear layout, for every distributed layout alike."""

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.dialects.tt import ProfileEnterOp, ProfileExitOp, ProfileRecordOp
-from compiler.ir.core import Module, Operation
+from compiler.dialects.tt import PointerType, ProfileEnterOp, ProfileExitOp, ProfileRecordOp
+from compiler.ir.core import BlockArgument, Module, Operation
+from compiler.ir.traits import ConstantLike, LoopLike
+from compiler.ir.types import FloatType, IntegerType, TensorType
 
 #: Module attribute the `instrument-regions` pass sets: records kept per warp (its presence
 #: turns the lowering of the record ops on).
@@ -69,6 +71,81 @@ def _pair(enter: Operation) -> tuple:
         covered.extend(op.walk())
     raise ValueError(f"tt.profile_enter {enter.region} ({enter.label!r}) has no "
                      f"tt.profile_exit {enter.region} later in its block")
+
+
+def paired_exit(enter: Operation) -> Operation:
+    """The `tt.profile_exit` that closes `enter`: the first later one of its block with the
+    same region id (ValueError when there is none)."""
+    return _pair(enter)[1]
+
+
+def _tieable(value) -> bool:
+    """Whether a value is computed into registers the lowering can tie to a clock read:
+    scalars and tensors of them, not shared-memory descriptors (their work is ordered by
+    its memory effects) nor constants (nothing computes them)."""
+    ty = value.type
+    element = ty.element if isinstance(ty, TensorType) else ty
+    if not isinstance(element, (IntegerType, FloatType, PointerType)):
+        return False
+    owner = value.owner_op
+    return owner is None or not owner.has_trait(ConstantLike)
+
+
+def _in_a_loop_below(op: Operation, block) -> bool:
+    """Whether `op` sits inside a loop nested in `block` (not counting loops around it)."""
+    while op.parent is not block:
+        op = op.parent_op
+        if op is None:
+            return False
+        if op.has_trait(LoopLike):
+            return True
+    return False
+
+
+def region_flow(enter: Operation) -> tuple:
+    """(inputs, outputs) of the region `enter` opens: the values its clock reads must be
+    ordered against, so that code generation cannot move the region's work out of it.
+
+    inputs: values the covered ops use that the region's own block computes before `enter`
+    (or receives as block arguments: a loop body's induction variable and iteration
+    arguments); work depending on them cannot start before the enter's clock read. Left
+    out: values from enclosing blocks (work on those alone is invariant here and may rightly
+    be hoisted) and values only ops inside a covered loop use (they are that loop's
+    invariants; a tie would hide facts LLVM hoists per-iteration address arithmetic with).
+    outputs: values the covered ops define that ops after the exit use (a loop body's
+    `scf.yield` operands); they must be computed before the exit's clock read.
+    Record ops are not work: their own operands neither count as uses nor as definitions."""
+    covered, exit_op = _pair(enter)
+    work = [op for op in covered if not isinstance(op, ProfileRecordOp)]
+    block = enter.parent
+    before = set()
+    for op in block.ops[:block.ops.index(enter)]:
+        before.update(id(r) for r in op.results)
+    inside = {id(r) for op in work for r in op.results}
+    inside.update(id(a) for op in work for region in op.regions for b in region.blocks
+                  for a in b.args)
+    inputs, seen = [], set()
+    for op in work:
+        if _in_a_loop_below(op, block):
+            continue
+        for value in op.operands:
+            if id(value) in seen or id(value) in inside or not _tieable(value):
+                continue
+            local = id(value) in before or (isinstance(value, BlockArgument)
+                                            and value.block is block)
+            if local:
+                seen.add(id(value))
+                inputs.append(value)
+    covered_ids = {id(op) for op in covered}
+    outputs = []
+    for op in block.ops[block.ops.index(enter) + 1:block.ops.index(exit_op)]:
+        for result in ([] if isinstance(op, ProfileRecordOp) else op.results):
+            used_after = any(id(user) not in covered_ids
+                             and not isinstance(user, ProfileRecordOp)
+                             for user, _ in result.uses)
+            if used_after and _tieable(result):
+                outputs.append(result)
+    return inputs, outputs
 
 
 def region_table(module: Module, lines: dict | None = None) -> list:

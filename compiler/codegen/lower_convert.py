@@ -355,12 +355,13 @@ def lower_local_load(ctx, op):
     """`ttg.local_load`: a shared buffer into registers of the result's layout: by ldmatrix
     where the offsets map allows it (tensor-core layouts), else vector loads. When only tt.dot
     ops use a result that ldmatrix can read (or an FMA dot's operand), no registers are made:
-    the dot reads the buffer itself."""
+    the dot reads the buffer itself (region records naming the result do not count: they tie
+    registers, and there are none)."""
     from .matrix_memory import load_matrices, matrix_mode, tensor_core_layout
     buf = op.operands[0]
     t = op.results[0].type
     base = ctx.get(buf)[0]
-    users = op.results[0].users()
+    users = [u for u in op.results[0].users() if not isinstance(u, tt.ProfileRecordOp)]
     only_dots = bool(users) and all(isinstance(u, tt.DotOp) for u in users)
     if tensor_core_layout(t.encoding) and matrix_mode(buf.type.encoding, t) is not None:
         if only_dots and layouts.is_mma_family(t.encoding):

@@ -1,13 +1,16 @@
 """Lowering of elementwise ops (arith, math, a few tt ops): one LLVM instruction (or intrinsic)
 per register. Fast fp32 math follows Triton's defaults: exp/log through ex2.approx/lg2.approx
-with the multiply by log2(e) / ln(2), `/` as div.full.f32, sqrt as sqrt.approx.ftz.f32."""
+with the multiply by log2(e) / ln(2), exp2 as ex2.approx.ftz, `/` as div.full.f32, sqrt as
+sqrt.approx.ftz.f32."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from compiler.dialects import arith, tt
 from compiler.dialects import math as math_ops
+from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
+from compiler.ir.types import TensorType
 
 from .llvm_helpers import F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
@@ -23,6 +26,28 @@ def _map(ctx, op, fn) -> None:
     lists = [ctx.get(v) for v in op.operands]
     b = ctx.builder
     ctx.set(op.results[0], [fn(b, *vals) for vals in zip(*lists)])
+
+
+def _map_constant_blocks(ctx, op, fn) -> None:
+    """`_map`, computing one register per block of equal values that axis info proves (a mask
+    `cols < n` with n a multiple of 16 is constant over aligned runs of 16 columns, so a
+    thread's columns 8j, 8j+1, 8j+8, 8j+9 of an mma tile share one compare); the others copy
+    it. As Triton's elementwise lowering deduplicates by constancy."""
+    result = op.results[0]
+    t = result.type
+    same = None
+    info = ctx.axis.get(result) if ctx.axis is not None else None
+    if isinstance(t, TensorType) and t.encoding is not None and info is not None:
+        same = equal_value_registers(t.encoding, tuple(t.shape), tuple(info.constancy))
+    if same is None:
+        _map(ctx, op, fn)
+        return
+    lists = [ctx.get(v) for v in op.operands]
+    b = ctx.builder
+    out = []
+    for r, vals in enumerate(zip(*lists)):
+        out.append(out[same[r]] if same[r] != r else fn(b, *vals))
+    ctx.set(result, out)
 
 
 def _register_count(ctx, value) -> int:
@@ -162,6 +187,13 @@ def _ex2(b, x):
     return call_intrinsic(b, "llvm.nvvm.ex2.approx.f", F32, [x])
 
 
+def _ex2_ftz(b, x):
+    """`ex2.approx.ftz.f32`: what Triton's exp2 becomes (libdevice's __nv_exp2f with
+    flush-to-zero); without ftz ptxas wraps each MUFU.EX2 in a denormal range check and two
+    multiplies."""
+    return call_intrinsic(b, "llvm.nvvm.ex2.approx.ftz.f", F32, [x])
+
+
 def _lg2(b, x):
     return call_intrinsic(b, "llvm.nvvm.lg2.approx.f", F32, [x])
 
@@ -228,7 +260,7 @@ FLOAT_BINARY = {
 
 MATH_UNARY = {
     "exp": _via_f32(_exp32),
-    "exp2": _via_f32(_ex2),
+    "exp2": _via_f32(_ex2_ftz),
     "log": _via_f32(_log32),
     "log2": _via_f32(_lg2),
     "sqrt": _via_f32(_intrinsic_f("llvm.nvvm.sqrt.approx.ftz.f"), _sqrt64),
@@ -288,7 +320,7 @@ def lower_cmpi(ctx, op):
 
     def emit(b, x, y):
         return b.icmp_signed(pred, x, y) if signed else b.icmp_unsigned(pred, x, y)
-    _map(ctx, op, emit)
+    _map_constant_blocks(ctx, op, emit)
 
 
 @lowers(arith.CmpFOp)

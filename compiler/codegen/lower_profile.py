@@ -12,6 +12,14 @@ and counts the warp's records in a register; lane 0 stores, so a record costs tw
 special-register reads and five stores, and a record past `slots` is counted, never stored.
 Without the `instrument-regions` pass's `tt.profile.slots` module attribute the ops lower to
 nothing (user scopes cost nothing unless the kernel is instrumented).
+
+Volatile inline asm keeps its place only among other side effects; LLVM moves pure arithmetic
+across it freely (a loop body's FMA chain, used only by the loop's phi, sinks into the latch
+past the exit's clock read). So a record's operands are tied to its clock read with empty
+volatile asms: an exit's values are used by one right before its `%clock64` read (they must
+be computed first); an enter's values are passed through one ("+r"-style) right after its
+`%clock64` read, and the region's ops read the passed-through registers until the matching
+exit. The asms print nothing into the PTX; they cost no instruction, only freedom to move.
 """
 from __future__ import annotations
 
@@ -22,7 +30,12 @@ from compiler.analysis.profile_regions import (HEADER_WORDS, KIND_SHIFT, PROFILE
                                                block_words)
 from compiler.dialects import tt
 
-from .llvm_helpers import GLOBAL_PTR, I32, I64, inline_ptx, special_register
+from .llvm_helpers import GLOBAL_PTR, I32, I64, inline_ptx, special_register, type_bits
+
+#: Registers per tying asm (wide tensors and mma accumulators take several asms).
+TIE_CHUNK = 32
+#: The inline-asm register constraint for an integer word of each width.
+_WORD_CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 from .registry import lowers
 
 class _WarpState:
@@ -51,6 +64,7 @@ class _WarpState:
                              b.icmp_unsigned("!=", address, ir.Constant(I64, 0)))
         self.count = b.alloca(I32, name="profile_count")
         b.store(ir.Constant(I32, 0), self.count)
+        ctx.profile_ties = {}          # region id -> stack of registers from before its enter
 
     def word(self, b, index):
         """A global pointer to u64 word `index` (an i64 value) of this warp's block."""
@@ -70,9 +84,81 @@ def _state(ctx):
     return state
 
 
+def _word(b, value):
+    """(an i16/i32/i64 holding `value`'s bits, a function making such a word `value`'s type
+    again), or None for what needs no tie (a constant) or fits no register."""
+    ty = value.type
+    if isinstance(value, ir.Constant):
+        return None
+    if isinstance(ty, ir.PointerType):
+        return b.ptrtoint(value, I64), lambda word: b.inttoptr(word, ty)
+    if isinstance(ty, ir.IntType) and ty.width < 16:
+        return b.zext(value, ir.IntType(16)), lambda word: b.trunc(word, ty)
+    try:
+        bits = (ty.count * type_bits(ty.element) if isinstance(ty, ir.VectorType)
+                else type_bits(ty))
+    except NotImplementedError:
+        return None
+    if bits not in _WORD_CONSTRAINT:
+        return None
+    if isinstance(ty, ir.IntType):
+        return value, lambda word: word
+    word_type = ir.IntType(bits)
+    return b.bitcast(value, word_type), lambda word: b.bitcast(word, ty)
+
+
+def _chunks(items: list) -> list:
+    return [items[i:i + TIE_CHUNK] for i in range(0, len(items), TIE_CHUNK)]
+
+
+def _use_before(b, registers: list) -> None:
+    """Empty volatile asms reading `registers`: each must be computed before them."""
+    words = [w[0] for w in (_word(b, r) for r in registers) if w is not None]
+    for chunk in _chunks(words):
+        constraints = ",".join(_WORD_CONSTRAINT[w.type.width] for w in chunk)
+        inline_ptx(b, ir.VoidType(), "", constraints, chunk)
+
+
+def _tie_after(b, registers: list) -> list:
+    """`registers` passed through empty volatile asms (each output tied to its input, like
+    a "+r" operand): whatever reads the results comes after the asms."""
+    tied = list(registers)
+    words = [(i, *w) for i, w in enumerate(_word(b, r) for r in registers) if w is not None]
+    for chunk in _chunks(words):
+        types = [w.type for _, w, _ in chunk]
+        ret = types[0] if len(chunk) == 1 else ir.LiteralStructType(types)
+        constraints = ",".join([f"={_WORD_CONSTRAINT[t.width]}" for t in types]
+                               + [str(k) for k in range(len(chunk))])
+        out = inline_ptx(b, ret, "", constraints, [w for _, w, _ in chunk])
+        outs = [out] if len(chunk) == 1 else [b.extract_value(out, k) for k in range(len(chunk))]
+        for (index, _, back), word in zip(chunk, outs):
+            tied[index] = back(word)
+    return tied
+
+
+def _tie_inputs(ctx, op) -> None:
+    """Re-define the enter's operands as tied registers, remembering the old ones for the
+    exit that closes this region."""
+    saved = []
+    for value in op.operands:
+        old = ctx.get(value)
+        saved.append((value, old))
+        ctx.set(value, _tie_after(ctx.builder, old))
+    ctx.profile_ties.setdefault(op.region, []).append(saved)
+
+
+def _untie_inputs(ctx, op) -> None:
+    """Back to the registers from before the region's enter (its ties are defined only from
+    there on, which a later user in another block may not be)."""
+    stack = ctx.profile_ties.get(op.region)
+    for value, old in (stack.pop() if stack else ()):
+        ctx.set(value, old)
+
+
 @lowers(tt.ProfileEnterOp, tt.ProfileExitOp)
 def lower_profile_record(ctx, op):
-    """One record (see the module doc): clocks read by every lane, stored by lane 0."""
+    """One record (see the module doc): clocks read by every lane, stored by lane 0, the
+    record's operands tied to its `%clock64` read."""
     state = _state(ctx)
     if state is None:
         return
@@ -81,9 +167,12 @@ def lower_profile_record(ctx, op):
     if op.kind == 0:
         timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
         cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
+        _tie_inputs(ctx, op)
     else:
+        _use_before(b, [r for value in op.operands for r in ctx.get(value)])
         cycles = inline_ptx(b, I64, "mov.u64 $0, %clock64;", "=l", [])
         timer = inline_ptx(b, I64, "mov.u64 $0, %globaltimer;", "=l", [])
+        _untie_inputs(ctx, op)
     tag = b.or_(state.warp_tag, ir.Constant(I64, op.region | op.kind << KIND_SHIFT))
     count = b.load(state.count)                   # every lane counts; lane 0 stores
     after = b.add(count, ir.Constant(I32, 1))

@@ -19,12 +19,13 @@ from llvmlite import ir
 
 from compiler.analysis.layout_to_linear import LANE, REGISTER, WARP, to_linear_layout
 from compiler.dialects import ttng
-from compiler.dialects.ttg import MemDescType
+from compiler.dialects.ttg import ConvertLayoutOp, MemDescType
+from compiler.passes.ir_utils import is_constant
 from compiler.ir.types import TensorType
 
 from .llvm_helpers import I64, i32, inline_ptx, llvm_type, pack_words, type_bits, unpack_words
 from .lowering import LoweringError
-from .nvmma import emit_descriptor, emit_offset
+from .nvmma import emit_descriptor, emit_offset, offset_of
 from .registry import lowers
 
 I32 = ir.IntType(32)
@@ -81,6 +82,31 @@ class _SharedOperand:
         else:
             self.group = b.mul(b.urem(b.udiv(first, i32(wm)), i32(wn)), i32(mma.instr_shape[1]))
         self.address = b.ptrtoint(self.base, I32)
+        self.elem_bytes = self.t.element.width // 8
+        self.groups = sorted({self._group_of(warp, mma) for warp in range(wm * wn)})
+        self.first = None           # the descriptor of the warp group's first sub-matrix
+
+    def _group_of(self, warp: int, mma) -> int:
+        """`self.group` for one warp (as plain integers)."""
+        wm, wn = mma.warps_per_cta
+        first = warp & ~(WARP_GROUP - 1)
+        if self.op_idx == 0:
+            return first % wm * mma.instr_shape[0]
+        return first // wm % wn * mma.instr_shape[1]
+
+    def _coords(self, mn: int, k: int) -> tuple:
+        return (mn, k) if self.op_idx == 0 else (k, mn)
+
+    def _constant_step(self, outer: int, k: int) -> int | None:
+        """Bytes from the first sub-matrix to the one at (`outer`, `k`) when that distance is
+        the same for every warp group and a whole number of 16-byte units (then the
+        descriptor is the first one plus a constant, as Triton builds them); else None."""
+        steps = {offset_of(self.enc, self.t.shape, self._coords(g + outer, k)) -
+                 offset_of(self.enc, self.t.shape, self._coords(g, 0)) for g in self.groups}
+        if len(steps) != 1:
+            return None
+        step = steps.pop() * self.elem_bytes
+        return step if step >= 0 and step % 16 == 0 else None
 
     @property
     def transposed(self) -> bool:
@@ -89,7 +115,20 @@ class _SharedOperand:
 
     def descriptor(self, ctx, outer: int, k: int):
         """Descriptor of the sub-matrix at M/N offset `outer` (plus the warp group's) and K
-        offset `k`."""
+        offset `k`: the first sub-matrix's plus the start address step (bits 0-13 hold the
+        address >> 4, and shared addresses stay below 2^18, so the add never carries out of
+        the field) where the step is constant, else computed from the address."""
+        step = self._constant_step(outer, k)
+        if step is None:
+            return self._computed(ctx, outer, k)
+        if self.first is None:
+            self.first = self._computed(ctx, 0, 0)
+        if not step:
+            return self.first
+        return ctx.builder.add(self.first, ir.Constant(I64, step >> 4))
+
+    def _computed(self, ctx, outer: int, k: int):
+        """The descriptor computed from the sub-matrix's address."""
         b = ctx.builder
         mn = b.add(self.group, i32(outer)) if outer else self.group
         coords = [mn, i32(k)] if self.op_idx == 0 else [i32(k), mn]
@@ -99,9 +138,11 @@ class _SharedOperand:
 
 
 def _wgmma(builder, shape: tuple, types: tuple, acc: list, a_operand, b_desc, trans: tuple,
-           acc_is_f16: bool):
+           acc_is_f16: bool, use_acc: bool = True):
     """One `wgmma.mma_async.sync.aligned.m64n{N}k{K}.{D}.{A}.{B}` on packed accumulator words
-    `acc`; `a_operand` is a descriptor (i64) or four i32 words (register A)."""
+    `acc`; `a_operand` is a descriptor (i64) or four i32 words (register A). Without `use_acc`
+    the instruction ignores the accumulator (scale-d false: D = A B), whose registers then go
+    in undefined."""
     n, k = shape
     d_type, a_type, b_type = types
     count = len(acc)
@@ -110,21 +151,21 @@ def _wgmma(builder, shape: tuple, types: tuple, acc: list, a_operand, b_desc, tr
     a_text = ("{" + ", ".join(f"${first + i}" for i in range(len(a_regs))) + "}"
               if len(a_regs) > 1 else f"${first}")
     b_index = first + len(a_regs)
-    scale = b_index + 1
     immediates = "1, 1"
     if a_type in ("f16", "bf16"):
         immediates += (f", {int(trans[1])}" if len(a_regs) > 1 else
                        f", {int(trans[0])}, {int(trans[1])}")
     outs = ", ".join(f"${i}" for i in range(count))
-    asm = ("{\n.reg .pred p;\n"
-           f"setp.ne.b32 p, ${scale}, 0;\n"
-           f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d_type}.{a_type}.{b_type} "
-           f"{{{outs}}}, {a_text}, ${b_index}, p, {immediates};\n}}")
+    # scale-d is an immediate predicate (1: D = A B + D, 0: D = A B)
+    asm = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d_type}.{a_type}.{b_type} "
+           f"{{{outs}}}, {a_text}, ${b_index}, {int(use_acc)}, {immediates};")
     reg = "r" if acc_is_f16 else "f"
     constraints = ([f"={reg}"] * count + ["r" if len(a_regs) > 1 else "l"] * len(a_regs) +
-                   ["l", "r"] + [str(i) for i in range(count)])
+                   ["l"] + [str(i) for i in range(count)])
     ret = ir.LiteralStructType([acc[0].type] * count)
-    args = a_regs + [b_desc, i32(1)] + acc
+    if not use_acc:
+        acc = [ir.Constant(acc[0].type, ir.Undefined)] * count
+    args = a_regs + [b_desc] + acc
     result = inline_ptx(builder, ret, asm, ",".join(constraints), args)
     return [builder.extract_value(result, i) for i in range(count)]
 
@@ -142,6 +183,25 @@ def wait_group(builder, values: list, pendings: int) -> list:
     ret = ir.LiteralStructType([v.type for v in values])
     result = inline_ptx(builder, ret, asm, ",".join(constraints), values)
     return [builder.extract_value(result, i) for i in range(len(values))]
+
+
+def _through_conversions(value):
+    """The value a chain of `ttg.convert_layout`s starts from."""
+    while isinstance(value.owner_op, ConvertLayoutOp):
+        value = value.owner_op.operands[0]
+    return value
+
+
+def _register_a_words(builder, a, regs: list, reps_m: int, rows_per_rep: int, steps: int,
+                      instr_k: int) -> dict:
+    """The four 32-bit A-fragment words of a register A per (M repetition, K step)."""
+    words = {}
+    for rm in range(reps_m):
+        for kk in range(steps):
+            index = fragment_registers(a.type.encoding, a.type.shape, (16, instr_k),
+                                       (rm * rows_per_rep, kk * instr_k))
+            words[rm, kk] = pack_words(builder, [regs[i] for i in index], 32)
+    return words
 
 
 def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
@@ -173,16 +233,24 @@ def lower_warp_group_dot(ctx, op):
     acc_is_f16 = str(ct.element) == "f16"
     types = ("f16" if acc_is_f16 else "f32", a_type, a_type)
     acc = list(ctx.get(c))
+    # a zero accumulator is not read: the first K step of each tile runs with scale-d false
+    # (as Triton's lowering does), so no zero registers are materialized and ptxas keeps all
+    # of the dot's wgmmas in one chain
+    zero_acc = is_constant(_through_conversions(c), 0)
     b_op = _SharedOperand(ctx, bv, 1, mma)
     a_shared = isinstance(a.type, MemDescType)
     a_op = _SharedOperand(ctx, a, 0, mma) if a_shared else None
-    a_regs = None if a_shared else ctx.get(a)
+    steps = k_total // instr_k
+    rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
+    # a register A is packed into its fragment words before the fence: registers written
+    # between the fence and a wgmma that reads them make ptxas insert a warpgroup.arrive before
+    # each wgmma (C7519), which splits the chain of instructions
+    a_words = None if a_shared else _register_a_words(b, a, ctx.get(a), m // rows_per_rep,
+                                                      rows_per_rep, steps, instr_k)
     inline_ptx(b, ir.VoidType(), "wgmma.fence.sync.aligned;", "", [])
     flush = _flush_steps(op, a_type, instr_k, k_total)
-    steps = k_total // instr_k
     runs = [range(steps)] if flush is None else [range(s, min(s + flush, steps))
                                                 for s in range(0, steps, flush)]
-    rows_per_rep, cols_per_rep = 16 * wm, instr_n * wn
     packed = []                     # f16 accumulators: (registers, f16x2 words) per repetition
     for rm in range(m // rows_per_rep):
         for rn in range(n // cols_per_rep):
@@ -198,16 +266,11 @@ def lower_warp_group_dot(ctx, op):
                     words = [ir.Constant(F32, 0.0)] * len(total)
                 for kk in run:
                     b_desc = b_op.descriptor(ctx, rn * cols_per_rep, kk * instr_k)
-                    if a_shared:
-                        a_operand = a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
-                    else:
-                        a_idx = fragment_registers(a.type.encoding, a.type.shape,
-                                                   (16, instr_k),
-                                                   (rm * rows_per_rep, kk * instr_k))
-                        a_operand = pack_words(b, [a_regs[i] for i in a_idx], 32)
+                    a_operand = (a_op.descriptor(ctx, rm * rows_per_rep, kk * instr_k)
+                                 if a_shared else a_words[rm, kk])
                     words = _wgmma(b, (instr_n, instr_k), types, words, a_operand, b_desc,
                                    (a_op.transposed if a_shared else False, b_op.transposed),
-                                   acc_is_f16)
+                                   acc_is_f16, use_acc=not (zero_acc and kk == 0))
                 if flush is not None:
                     inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
                     words = wait_group(b, words, 0)

@@ -639,22 +639,32 @@ AssertOp = define_op("AssertOp", "tt.assert", _AssertSyntax(),
 
 # ---- in-kernel profiling ----------------------------------------------------------------------
 class _ProfileRecordSyntax(Syntax):
-    """`tt.profile_enter 3 "loop L12" {attrs}`: the region id, then its name."""
+    """`tt.profile_enter 3 "loop L12" %a, %b {attrs} : T1, T2`: the region id, its name, then
+    the values the record's clock read is ordered against (see ProfileRecordOp) with their
+    types; a record without such values prints only its id, name and attributes."""
 
     def print(self, p, op, indent):
         rest = p.attr_dict(op.attributes, exclude=("region", "name"))
-        return f"{op.name} {op.attributes['region'].value} {op.attributes['name']}{rest}"
+        head = f"{op.name} {op.attributes['region'].value} {op.attributes['name']}"
+        if not op.operands:
+            return head + rest
+        types = p.types(v.type for v in op.operands)
+        return f"{head} {p.values(op.operands)}{rest} : {types}"
 
     def parse(self, ps, cls, num_results):
         region = ps.integer()
         name = ps.string()
+        operands = ps.operand_list()
         attrs = ps.attr_dict()
+        if operands:
+            ps.expect(":")
+            pos = ps.pos
+            ps.check_written_types(operands, ps.type_list(), pos)
         attrs.update(region=IntegerAttr(region, IntegerType(32)), name=StringAttr(name))
-        return OpParts([], [], attrs)
+        return OpParts(operands, [], attrs)
 
 
 def _verify_profile_record(op) -> None:
-    expect_operands(op, 0)
     if op.results:
         raise VerificationError(op, "has no results")
     region = op.attributes.get("region")
@@ -668,7 +678,12 @@ class ProfileRecordOp(Operation):
     """Base of `tt.profile_enter` / `tt.profile_exit`: one timestamp record of region `region`
     (`kind`: 0 enter, 1 exit). MemoryWrite (they store into the profile buffer), never Pure:
     CSE must not merge them, LICM must not hoist them, DCE must not drop them. Outside a module
-    the `instrument-regions` pass has run on, the lowering emits nothing for them."""
+    the `instrument-regions` pass has run on, the lowering emits nothing for them.
+
+    Operands (the pass fills them, `analysis.profile_regions.region_flow`): on an enter, the
+    values flowing into the region, which the lowering re-defines right after the clock read
+    so the region's work cannot start before it; on an exit, the values the region hands on,
+    which the lowering uses right before the clock read so that work cannot sink past it."""
 
     syntax = _ProfileRecordSyntax()
     traits = (MemoryWrite,)
@@ -701,7 +716,7 @@ set_counts([AtomicRMWOp], operands=(2, 3), results=1)
 set_counts([AtomicCASOp, DotOp], operands=3, results=1)
 set_counts([ReduceOp, ScanOp], operands=(1, None), results=(1, None), regions=1)
 set_counts([PrintOp, AssertOp], operands=ANY, results=0)
-set_counts([ProfileEnterOp, ProfileExitOp], operands=0, results=0)
+set_counts([ProfileEnterOp, ProfileExitOp], operands=ANY, results=0)
 set_attribute_kinds([FuncOp], sym_name=StringAttr, function_type=TypeAttr)
 set_attribute_kinds([CallOp], callee=SymbolRefAttr)
 set_attribute_kinds([GetProgramIdOp, GetNumProgramsOp, ExpandDimsOp, ReduceOp, ScanOp],

@@ -1,13 +1,14 @@
 """instrument-regions: timestamp records around chosen regions of a kernel (in-kernel profiling)."""
 from __future__ import annotations
 
-from compiler.analysis.profile_regions import SLOTS_ATTR, record_ops
+from compiler.analysis.profile_regions import SLOTS_ATTR, paired_exit, record_ops, region_flow
 from compiler.dialects.scf import ForOp
 from compiler.dialects.tt import DotOp, ProfileEnterOp, ProfileExitOp, ProfileRecordOp
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Block, Module, Operation
 from compiler.ir.traits import MemoryRead, MemoryWrite, ReturnLike
 from compiler.ir.types import IntegerType
+from compiler.ir.verifier_errors import VerificationError
 
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import TTGIR
@@ -70,6 +71,27 @@ class _Inserter:
         self.around(block, ops[0], ops[-1], name, kind)
 
 
+def pin_regions(module: Module) -> None:
+    """Give every region's records (the pass's and the user's `tl.profile` scopes) the values
+    their clock reads are ordered against (`region_flow`): the enter its inputs, the exit
+    its outputs (from every enter it closes). Without them LLVM is free to sink a loop body's
+    arithmetic past the exit's clock read, and the body would time as empty."""
+    outputs = {}
+    for enter in (op for op in record_ops(module) if isinstance(op, ProfileEnterOp)):
+        try:
+            exit_op = paired_exit(enter)
+        except ValueError:
+            raise VerificationError(enter, f"region {enter.region} ({enter.label!r}) has no "
+                                    f"tt.profile_exit {enter.region} later in its block; a "
+                                    "scope must start and end in the same block") from None
+        inputs, out = region_flow(enter)
+        enter.set_operands(inputs)
+        values = outputs.setdefault(id(exit_op), (exit_op, []))[1]
+        values.extend(v for v in out if all(v is not w for w in values))
+    for exit_op in (op for op in record_ops(module) if isinstance(op, ProfileExitOp)):
+        exit_op.set_operands(outputs.get(id(exit_op), (None, []))[1])
+
+
 @register_pass
 class InstrumentRegions(Pass):
     """Puts `tt.profile_enter`/`tt.profile_exit` records around chosen regions: each scf.for
@@ -120,6 +142,7 @@ class InstrumentRegions(Pass):
                 body = func.regions[0].blocks[0]
                 if body.terminator is not None and body.terminator.has_trait(ReturnLike):
                     inserter.block_body(body, "kernel", "kernel")
+        pin_regions(module)
         module.attributes[SLOTS_ATTR] = IntegerAttr(self.options["slots"], IntegerType(32))
         for kind, count in inserter.count.items():
             ctx.record_pattern(f"instrument-{kind}", count)

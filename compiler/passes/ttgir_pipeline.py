@@ -19,7 +19,6 @@ from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp,
                                    BarrierOp, LocalAllocOp, LocalDeallocOp, LocalLoadOp,
                                    MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding)
 from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
-from compiler.ir.attributes import BoolAttr
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
 from compiler.dialects.ttg import MemDescType
@@ -28,6 +27,7 @@ from compiler.ir.types import TensorType, i1, i32
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
+from .wgmma_waits import relax_dot_waits
 
 
 def _is_zero_other(value: Value | None) -> bool:
@@ -178,24 +178,6 @@ def _plus(emit: _Emitter, base: Value, offset: Value | None) -> Value:
     return emit.op(arith.BINARY_OPS["addi"], [base, offset], [i32]).results[0]
 
 
-def _async_dot_waits(body) -> list:
-    """Make the loop body's warp-group dots asynchronous: each dot whose result goes only to
-    its `ttng.warp_group_dot_wait {pendings = 0}` keeps one group in flight (pendings = 1).
-    Returns the relaxed waits."""
-    waits = []
-    for op in body.ops:
-        if not isinstance(op, WarpGroupDotWaitOp) or op.pendings != 0:
-            continue
-        dot = op.operands[0].owner_op
-        if not isinstance(dot, WarpGroupDotOp) or dot.parent is not body or \
-                len(dot.results[0].uses) != 1:
-            continue
-        dot.attributes["isAsync"] = BoolAttr(True)
-        op.attributes["pendings"] = IntegerAttr(1, i32)
-        waits.append(op)
-    return waits
-
-
 def _wait_after(emit: _Emitter, loop: ForOp) -> None:
     """After a loop with asynchronous dots: `ttng.warp_group_dot_wait {pendings = 0}` on the
     loop's tensor results, which their users then read."""
@@ -277,13 +259,12 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
                       loc=alloc.loc).results[0]
         alloc.results[0].replace_all_uses_with(view)
         alloc.erase()
-    waits = _async_dot_waits(body)
-    if waits:
-        # wgmma of iteration i runs while iteration i+1's copies are issued: wait until only
-        # this iteration's dot is in flight (so iteration i-1's slot is free), fence the CTA
-        # (the other warp groups' dots read it too), then refill that slot
-        anchor = body.ops[body.ops.index(waits[-1]) + 1]
-        issue = _Emitter(anchor)
+    released = relax_dot_waits(body, ctx)
+    if released is not None:
+        # wgmma of iteration i runs while iteration i+1's copies are issued: once iteration
+        # i-1's dots are complete (compiler.passes.wgmma_waits), fence the CTA (the other warp
+        # groups' dots read the slot too), then refill the slot they read
+        issue = _Emitter(body.ops[body.ops.index(released) + 1])
         issue.op(BarrierOp, [], [], loc=new_loop.loc)
     else:
         issue = top
@@ -307,7 +288,7 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     after = new_loop.parent.ops[new_loop.parent.ops.index(new_loop) + 1]
     tail = _Emitter(after)
     tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
-    if waits:
+    if released is not None:
         _wait_after(tail, new_loop)
     for buffer in buffers.values():
         tail.op(LocalDeallocOp, [buffer], [], loc=new_loop.loc)

@@ -35,7 +35,9 @@ class EventTimer:
     at `flush`. Only our kernels are timed. Event pairs come from a pool that grows to the
     most launches pending at once and is reused after each flush; a launch records two of
     them with the driver's cuEventRecord and appends its plan's (site, name) to a list,
-    allocating nothing of its own."""
+    allocating nothing of its own; the times are read only at `flush` (finalize, or every
+    `MAX_PENDING` launches). Those two driver calls are the path's whole cost, and on a tiny
+    launch they cost about as much as the launch itself (see the GPU tier's overhead test)."""
 
     method = "cuda_events"
     sees_other_kernels = False
@@ -86,7 +88,9 @@ class EventTimer:
             if len(pending) == len(pool):
                 grow()
             pair = pool[len(pending)]
-            self._stream = raw = 0 if stream is None else handle(stream)
+            # the default stream stays None: cuda.bindings turns an int into a CUstream
+            # object on every call, None costs nothing (the launcher spells it so too)
+            self._stream = raw = None if stream is None else handle(stream)
             failed = record(pair[0], raw)[0]
             if failed:
                 self._check((failed,), "cuEventRecord")

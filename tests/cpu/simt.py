@@ -69,6 +69,12 @@ def _bf16_round(x):
     return (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
 
 
+def _flush_subnormals(x):
+    """`.ftz`: f32 subnormals (inputs and results) become zero of the same sign."""
+    tiny = np.float32(np.finfo(np.float32).tiny)
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x).astype(x.dtype)
+
+
 def _is_float(ty):
     return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType, BFloatType))
 
@@ -482,6 +488,8 @@ class CTA:
                 "llvm.nvvm.div.full": lambda: (x / args[1]).astype(np.float32),
                 "llvm.nvvm.div.rn.f": lambda: (x / args[1]).astype(np.float32),
                 "llvm.nvvm.ex2.approx.f": lambda: np.exp2(x),
+                "llvm.nvvm.ex2.approx.ftz.f": lambda: _flush_subnormals(
+                    np.exp2(_flush_subnormals(x))),
                 "llvm.nvvm.lg2.approx.f": lambda: np.log2(x),
                 "llvm.nvvm.sqrt.approx.ftz.f": lambda: np.sqrt(x),
                 "llvm.nvvm.sqrt.rn.f": lambda: np.sqrt(x),
@@ -529,6 +537,9 @@ class CTA:
         outs = [np.zeros(self.n, dtype=np.uint64) for _ in range(n_out)]
         for i, a in enumerate(args):
             operands[n_out + i] = a
+            tied = constraints[n_out + i]
+            if tied.isdigit():              # an input tied to output `tied` ("+r"): its start
+                outs[int(tied)] = _to_bits(a, _any_int())
 
         def ref(token):
             token = token.strip()

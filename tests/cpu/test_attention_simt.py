@@ -3,7 +3,8 @@ with tl.dot, an online softmax with tl.max / tl.sum over the mma accumulator, p.
 compiles to PTX that ptxas accepts and computes attention on the SIMT evaluator
 (tests/cpu/simt.py), causal and not, at sequence lengths that are not a multiple of the block.
 The reductions over the accumulator and the broadcasts of their results back onto it are
-lowered from the linear layouts."""
+lowered from the linear layouts. At N_CTX = 80 (a multiple of 16, not of the block) the column
+mask is computed once per 16 columns (axis-info constancy) and still masks the last block."""
 from __future__ import annotations
 
 import shutil
@@ -20,7 +21,8 @@ needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is
 @needs_ptxas
 @pytest.mark.parametrize("n_ctx,head_dim,causal,block_m", [(40, 64, False, 32),
                                                            (40, 64, True, 32),
-                                                           (72, 128, True, 64)])
+                                                           (72, 128, True, 64),
+                                                           (80, 64, True, 32)])
 def test_attention_forward_on_the_simt_evaluator(n_ctx, head_dim, causal, block_m):
     rng = np.random.default_rng(n_ctx + head_dim)
     shape = (1, 1, n_ctx, head_dim)

@@ -77,6 +77,21 @@ def test_block_offsets_are_contiguous_and_aligned():
     assert info[v["v"]] == AxisInfo.unknown((1024,))
 
 
+@pytest.mark.parametrize("predicate,run_left,constancy", [
+    ("slt", True, 16), ("sge", True, 16), ("ult", True, 16), ("uge", True, 16),
+    ("sle", True, 1), ("sgt", True, 1),            # offs <= n changes one past n
+    ("sgt", False, 16), ("sle", False, 16),        # n > offs is offs < n
+    ("slt", False, 1), ("sge", False, 1), ("eq", True, 1)])
+def test_compare_constancy_only_where_the_boundary_is_aligned(predicate, run_left, constancy):
+    """A run compared with a multiple of 16 is constant over aligned blocks of 16 only when the
+    result flips at the bound itself: offs = n and offs = n + 1 share a block, and `<=` (or
+    `>`) separates them."""
+    operands = "%offs, %nn" if run_left else "%nn, %offs"
+    body = ADD_BODY.replace("arith.cmpi slt, %offs, %nn", f"arith.cmpi {predicate}, {operands}")
+    _, info, v = _analyze(body, f"%x: !tt.ptr<f32> {ARG16}, %n: i32 {ARG16}")
+    assert info[v["mask"]].constancy == (constancy,)
+
+
 def test_without_divisibility_hints_alignment_is_one_element():
     _, info, v = _analyze(ADD_BODY, "%x: !tt.ptr<f32>, %n: i32")
     assert info[v["ptrs"]].divisibility == (1,)

@@ -109,6 +109,38 @@ def test_record_ops_round_trip_and_are_effects_not_pure():
     assert out.count("tt.profile_enter") == 2 and out.count("tt.profile_exit") == 2
 
 
+PINNED_IR = """
+module {
+  tt.func public @k(%p: !tt.ptr<f32>, %n: i32) {
+    tt.profile_enter 0 "a" %p, %n {kind = "scope"} : !tt.ptr<f32>, i32
+    %x = arith.addi %n, %n : i32
+    tt.profile_exit 0 "a" %x {kind = "scope"} : i32
+    tt.return
+  }
+}
+"""
+
+
+def test_records_with_pinned_values_round_trip_and_check_their_types():
+    text = print_module(parse_module(PINNED_IR))
+    assert 'tt.profile_enter 0 "a" %p, %n {kind = "scope"} : !tt.ptr<f32>, i32' in text
+    assert 'tt.profile_exit 0 "a" %x {kind = "scope"} : i32' in text
+    assert print_module(parse_module(text)) == text
+    with pytest.raises(Exception, match="operand #1 has type i32, but f32 is written"):
+        parse_module(PINNED_IR.replace("!tt.ptr<f32>, i32\n", "!tt.ptr<f32>, f32\n"))
+    with pytest.raises(Exception, match="2 operands but 1 types written"):
+        parse_module(PINNED_IR.replace("!tt.ptr<f32>, i32\n", "!tt.ptr<f32>\n"))
+
+
+def test_an_unclosed_scope_is_refused_where_it_starts():
+    bad = PINNED_IR.replace('    tt.profile_exit 0 "a" %x {kind = "scope"} : i32\n', "")
+    module = parse_module(bad)
+    from compiler.passes.ttgir_instrument_regions import pin_regions
+    from compiler.ir.verifier_errors import VerificationError
+    with pytest.raises(VerificationError, match="has no tt.profile_exit 0 later in its block"):
+        pin_regions(module)
+
+
 def test_record_op_verifier_wants_a_region_id():
     from compiler.ir.verifier import verify_module
     bad = RECORDS_IR.replace('tt.profile_enter 0 "a" {kind = "scope"}\n    tt.profile_enter',
@@ -120,21 +152,30 @@ def test_record_op_verifier_wants_a_region_id():
 
 # ---- the pass ----------------------------------------------------------------------------------
 def test_pass_wraps_loop_bodies_memory_groups_and_the_kernel():
+    # each record carries the values its clock read is ordered against (region_flow): an
+    # enter the values of its own block flowing in (the loop body: its induction variable
+    # and iteration argument; the kernel: its arguments), an exit the values used after it
+    # (the loop body: the yielded sum); loop invariants (%offs_4) and constants are left out,
+    # and so (below) are values only ops inside a covered loop use
     kernel = _instrumented(_loop_source(), "memory=true")
     filecheck(kernel.asm["ttgir"], f"""
         CHECK: tt.profile.slots = 256 : i32
-        CHECK: tt.profile_enter [[K:[0-9]+]] "kernel" {{kind = "kernel"}}
-        CHECK: scf.for
-        CHECK-NEXT: tt.profile_enter [[L:[0-9]+]] "{BODY}" {{kind = "loop"}}
-        CHECK: tt.profile_enter 0 "load" {{kind = "scope"}}
-        CHECK: tt.profile_enter [[M:[0-9]+]] "memory L{LOAD}"
-        CHECK-NEXT: tt.load
-        CHECK-NEXT: tt.profile_exit [[M]] "memory L{LOAD}"
-        CHECK: tt.profile_exit 0 "load"
-        CHECK: tt.profile_exit [[L]] "{BODY}"
-        CHECK-NEXT: scf.yield
+        CHECK: tt.profile_enter [[K:[0-9]+]] "kernel" %x_ptr, %n, %out_ptr {{kind = "kernel"}}
+        CHECK-SAME: : !tt.ptr<f32>, i32, !tt.ptr<f32>
+        CHECK: scf.for [[IV:%[a-z_0-9]+]] = {{{{.*}}}} iter_args([[ACC:%[a-z_0-9]+]] =
+        CHECK-NEXT: tt.profile_enter [[L:[0-9]+]] "{BODY}" [[IV]], [[ACC]] {{kind = "loop"}}
+        CHECK: tt.profile_enter 0 "load" [[IV]] {{kind = "scope"}} : i32
+        CHECK: [[PTR:%[a-z_0-9]+]] = tt.addptr
+        CHECK-NEXT: tt.profile_enter [[M:[0-9]+]] "memory L{LOAD}" [[PTR]]
+        CHECK-NEXT: [[V:%[a-z_0-9]+]] = tt.load
+        CHECK-NEXT: tt.profile_exit [[M]] "memory L{LOAD}" [[V]]
+        CHECK: tt.profile_exit 0 "load" [[V]]
+        CHECK: [[SUM:%[a-z_0-9]+]] = arith.addf [[ACC]], [[V]]
+        CHECK-NEXT: tt.profile_exit [[L]] "{BODY}" [[SUM]] {{kind = "loop"}}
+        CHECK-NEXT: scf.yield [[SUM]]
         CHECK: tt.store
-        CHECK: tt.profile_exit [[K]] "kernel"
+        CHECK-NEXT: tt.profile_exit {{{{[0-9]+}}}} "memory L{{{{[0-9]+}}}}" {{kind = "memory"}}
+        CHECK: tt.profile_exit [[K]] "kernel" {{kind = "kernel"}}
         CHECK-NEXT: tt.return
     """)
     record = [p for p in kernel.trace.passes if p.name == "instrument-regions"][0]
@@ -147,20 +188,22 @@ def test_pass_options_dots_and_whole_loops():
     kernel = _instrumented(ASTSource(dot_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32",
                                                   "c_ptr": "*fp32"}, {}, {}), "dots=true")
     filecheck(kernel.asm["ttgir"], """
-        CHECK: tt.profile_enter 0 "mma"
-        CHECK: tt.profile_enter [[D:[0-9]+]] "dot L{{[0-9]+}}" {kind = "dot"}
-        CHECK-NEXT: tt.dot
-        CHECK-NEXT: tt.profile_exit [[D]]
-        CHECK: tt.profile_exit 0 "mma"
+        CHECK: tt.profile_enter 0 "mma" {kind = "scope"}
+        CHECK: [[A:%[a-z_0-9]+]] = ttg.local_load
+        CHECK-NEXT: [[B:%[a-z_0-9]+]] = ttg.local_load
+        CHECK-NEXT: tt.profile_enter [[D:[0-9]+]] "dot L{{[0-9]+}}" [[A]], [[B]] {kind = "dot"}
+        CHECK-NEXT: [[C:%[a-z_0-9]+]] = tt.dot [[A]], [[B]]
+        CHECK-NEXT: tt.profile_exit [[D]] "dot L{{[0-9]+}}" [[C]]
+        CHECK-NEXT: tt.profile_exit 0 "mma" [[C]]
     """)
     whole = _instrumented(_loop_source(), "loops=whole,kernel=false").asm["ttgir"]
     filecheck(whole, f"""
         CHECK-NOT: "kernel"
-        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" {{kind = "loop"}}
-        CHECK-NEXT: scf.for
+        CHECK: tt.profile_enter [[W:[0-9]+]] "loop L{LOOP}" %n {{kind = "loop"}} : i32
+        CHECK-NEXT: [[R:%[0-9]+]] = scf.for
         CHECK: scf.yield
         CHECK-NEXT: }}
-        CHECK-NEXT: tt.profile_exit [[W]] "loop L{LOOP}"
+        CHECK-NEXT: tt.profile_exit [[W]] "loop L{LOOP}" [[R]] {{kind = "loop"}}
     """)
     with pytest.raises(PipelineError):
         pass_text("instrumentation:bogus=1")

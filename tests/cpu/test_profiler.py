@@ -407,3 +407,12 @@ def test_prof_lists_metrics_and_python_context(tmp_path, capsys):
     assert prof.main([f"{name}.hatchet", "--list"]) == 0
     listed = capsys.readouterr().out.split()
     assert {"count", "time", "time/ms", "tflop32/s", "gbyte/s"} <= set(listed)
+
+
+def test_the_readme_prof_screenshot_shows_regions_and_rates(tmp_path):
+    from .prof_screen import capture, profile
+    svg = capture(profile(tmp_path))
+    assert svg.startswith("<svg") and "tile-explore&#160;prof" in svg
+    for text in ("matmul", "loop&#160;L", "dot&#160;L", "saxpy&#160;n=4096", "GB/s",
+                 "wall&#160;clock&#160;(interpreter)"):
+        assert text in svg, text

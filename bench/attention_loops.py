@@ -1,0 +1,118 @@
+"""The main loop of sample_kernels/attention.py on sm_90, instruction by instruction: ours for
+every config of bench/bench_attention.py, and Triton's where a TRITON_KERNEL_DUMP folder holds
+its PTX for the same config (ptxas + nvdisasm make its SASS here). No GPU needed.
+
+    PYTHONPATH=. python3 bench/attention_loops.py [--triton-dump DIR] [--causal]
+
+One row per config: registers and spill bytes (ptxas), then per loop iteration the SASS
+instruction count, HGMMA, WARPGROUP.ARRIVE / WARPGROUP.DEPBAR (one each per dot when the wgmma
+chains are unbroken; one per HGMMA when ptxas serialized them), MUFU.EX2, FSETP (the denormal
+wrapper of a non-ftz ex2), ISETP, BAR.SYNC, LDGSTS, and the PTX's bar.sync and wgmma waits.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from compiler.codegen.loop_stats import opcodes, ptx_loop, sass_loop  # noqa: E402
+from compiler.codegen.sass import disassemble  # noqa: E402
+from compiler.codegen.toolchain import find_tool  # noqa: E402
+
+CONFIGS = [(64, 64, 64, 4), (64, 128, 64, 4), (64, 128, 64, 8), (64, 128, 128, 8),
+           (128, 64, 64, 4), (128, 128, 64, 4), (128, 128, 64, 8), (128, 128, 128, 8)]
+SASS_COLUMNS = ["HGMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "MUFU.EX2", "FSETP",
+                "ISETP", "BAR.SYNC", "LDGSTS"]
+
+
+def ours(head_dim, block_m, block_n, warps, causal) -> dict:
+    """Our PTX, SASS and ptxas facts for one config."""
+    from sample_kernels.attention import _strides, attention_kernel
+    from tests.cpu.mma_cases import compile_jit
+    shape = (4, 32, 4096, head_dim)
+    q = np.zeros(shape, np.float16)
+    compiled, _ = compile_jit(attention_kernel,
+                              [q, q, q, q, 0.125, *(list(_strides(shape)) * 4), 32, 4096],
+                              {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                               "CAUSAL": causal}, {"num_warps": warps, "num_stages": 3}, None,
+                              stop_after=None, target={"arch": 90})
+    info = compiled.trace.cubin_info
+    return {"ptx": compiled.asm["ptx"], "sass": compiled.asm.get("sass") or "",
+            "registers": info["registers"], "spills": info["spill_stores"],
+            "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", info["report"])))}
+
+
+def _triton_config(ttgir: str) -> tuple | None:
+    """(HEAD_DIM, BLOCK_M, BLOCK_N, warps, causal) of a dumped Triton attention ttgir."""
+    warps = re.search(r'"ttg.num-warps" = (\d+)', ttgir)
+    q = re.search(r"%q_\d+ = ttg\.local_alloc .*?memdesc<(\d+)x(\d+)x", ttgir)
+    k = re.search(r"memdesc<\d+x(\d+)x(\d+)xf16, #shared1", ttgir)
+    if not (warps and q and k):
+        return None
+    block_n = int(k.group(2)) if int(k.group(1)) == int(q.group(2)) else int(k.group(1))
+    return (int(q.group(2)), int(q.group(1)), block_n, int(warps.group(1)),
+            "arith.minsi" in ttgir)
+
+
+def triton(dump: Path) -> dict:
+    """Triton's PTX and SASS per config, from a TRITON_KERNEL_DUMP folder."""
+    found = {}
+    ptxas = find_tool("ptxas")
+    for ptx_path in dump.glob("*/attention_kernel.ptx"):
+        ttgir = ptx_path.with_suffix(".ttgir")
+        config = _triton_config(ttgir.read_text()) if ttgir.exists() else None
+        if config is None or ptxas is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "k.cubin"
+            run = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(cubin)],
+                                 capture_output=True, text=True)
+            sass = disassemble(cubin.read_bytes(), line_info=False) if cubin.exists() else ""
+        registers = re.search(r"Used (\d+) registers", run.stderr)
+        spills = re.search(r"(\d+) bytes spill stores", run.stderr)
+        found[config] = {"ptx": ptx_path.read_text(), "sass": sass or "",
+                         "registers": int(registers.group(1)) if registers else -1,
+                         "spills": int(spills.group(1)) if spills else -1,
+                         "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", run.stderr)))}
+    return found
+
+
+def row(name: str, facts: dict) -> str:
+    """One markdown row of loop facts."""
+    sass = sass_loop(facts["sass"])
+    counts = opcodes(sass)
+    grouped = [sum(n for op, n in counts.items() if op.startswith(col)) for col in SASS_COLUMNS]
+    ptx = ptx_loop(facts["ptx"])
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", "\n".join(ptx))
+    cells = [name, facts["registers"], facts["spills"], len(sass), *grouped,
+             opcodes(ptx)["bar.sync"], ",".join(waits) or "-", ",".join(facts["warnings"]) or "-"]
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--triton-dump", type=Path, help="a TRITON_KERNEL_DUMP folder")
+    parser.add_argument("--causal", action="store_true")
+    args = parser.parse_args()
+    theirs = triton(args.triton_dump) if args.triton_dump else {}
+    header = ["config (D, BM, BN, warps)", "regs", "spill B", "SASS/iter", *SASS_COLUMNS,
+              "PTX bar.sync", "wgmma waits", "ptxas warnings"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for config in CONFIGS:
+        print(row(f"ours {config}", ours(*config, args.causal)), flush=True)
+        key = config + (args.causal,)
+        if key in theirs:
+            print(row(f"Triton {config}", theirs[key]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
