@@ -152,14 +152,29 @@ def _mma_warp_order(mma: NvidiaMmaEncoding) -> list:
     return _row_major(rank) if mma.version_major == 2 else list(range(rank))
 
 
-def _check_mma(mma: NvidiaMmaEncoding):
-    if mma.version_major not in (2, 3) or mma.rank != 2:
-        raise LayoutConversionError(f"{mma}: only rank-2 mma v2 and v3 are supported")
+def _check_mma(mma: NvidiaMmaEncoding, accumulator: bool):
+    """mma v2 and v3 of any rank >= 2 (leading dims are batch dims of one instruction tile
+    each), except a v3 accumulator, which wgmma makes rank 2 only (as in Triton)."""
+    if mma.version_major not in (2, 3) or mma.rank < 2:
+        raise LayoutConversionError(f"{mma}: only mma v2 and v3 are supported")
+    if accumulator and mma.version_major == 3 and mma.rank != 2:
+        raise LayoutConversionError(f"{mma}: an mma v3 (wgmma) accumulator has rank 2 "
+                                    f"(its dot operands may have batch dims)")
+
+
+def _mma_instr_tile(enc: NvidiaMmaEncoding) -> list:
+    """The accumulator tile of one instruction, one size per dim: v2 writes its instrShape
+    ([16, 8], or [1, 16, 8] with a batch dim), v3 its [M, N] of instrShape [M, N, K]."""
+    if enc.version_major == 2:
+        tile = list(enc.instr_shape[-2:])
+    else:
+        tile = list(enc.instr_shape[:2])
+    return [1] * (enc.rank - 2) + tile
 
 
 def _nvidia_mma(enc: NvidiaMmaEncoding, shape) -> LinearLayout:
-    _check_mma(enc)
-    tile = list(enc.instr_shape[:2])
+    _check_mma(enc, accumulator=True)
+    tile = _mma_instr_tile(enc)
     order = rep_order = _row_major(enc.rank)
     cta = _mma_tile(tile, 2, order, rep_order)
     warps = identity_nd(WARP, enc.warps_per_cta, _mma_warp_order(enc)).transpose_outs(
@@ -207,7 +222,7 @@ def _mma_operand(enc, mma: NvidiaMmaEncoding, shape, k_dim: int) -> LinearLayout
     """Tensor-core operand in registers: A as mma.m16n8k16's (or wgmma's) A fragment, B as
     mma.sync's B fragment; warps along K are broadcasts. kWidth = elements per 32-bit register
     pair along K (2 for 16-bit types)."""
-    _check_mma(mma)
+    _check_mma(mma, accumulator=False)
     rank = len(shape)
     if not enc.k_width:
         raise LayoutConversionError(f"{enc}: dot operands of an mma layout need kWidth")

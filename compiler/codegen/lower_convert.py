@@ -161,13 +161,13 @@ def _shuffled(ctx, values, plan) -> list:
     out = []
     for reg, const in plan.rounds:
         if (reg, const) not in moved:
-            lane = _xor_const(b, term, const)
+            lane = xor_const(b, term, const)
             moved[reg, const] = shuffle_idx(b, values[reg], lane)
         out.append(moved[reg, const])
     return out
 
 
-def _xor_const(b, term, const: int):
+def xor_const(b, term, const: int):
     """A thread term (value, mask) XOR a constant (an add where their bits are disjoint)."""
     if term is None:
         return i32(const)
@@ -195,7 +195,7 @@ def _vector_groups(registers: int, vec_bits: tuple) -> list:
 def _register_offsets(ctx, offsets, registers: list) -> dict:
     """{register: i32 element offset} of a (register, lane, warp) -> offset layout."""
     term = ctx.indexer.thread_term(offsets)
-    return {r: _xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
+    return {r: xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
             for r in registers}
 
 
@@ -301,6 +301,17 @@ def write_row_major(ctx, base, value_type, values, shared_layout=None) -> None:
     _store_registers(ctx, base, regs, offsets, vec, elem_bytes, values)
 
 
+def write_buffer(ctx, base, value_type, values, shared_layout) -> None:
+    """A tensor's registers into an explicit shared buffer of `shared_layout`: by stmatrix
+    where the target and the offsets map allow it (tensor-core layouts), else as
+    `write_row_major` does."""
+    from .matrix_memory import stmatrix_fits, stmatrix_registers, tensor_core_layout
+    if tensor_core_layout(value_type.encoding) and stmatrix_fits(ctx, shared_layout, value_type):
+        stmatrix_registers(ctx, base, shared_layout, value_type, values)
+        return
+    write_row_major(ctx, base, value_type, values, shared_layout)
+
+
 def read_buffer(ctx, base, value_type, shared_layout) -> list:
     """The registers of a tensor of `value_type` loaded from a shared buffer laid out by
     `buffer_layout`, in vectors where the maps allow."""
@@ -323,8 +334,8 @@ def lower_local_alloc(ctx, op):
     ctx.set(op.results[0], [base])
     if op.operands:
         barrier(ctx.builder)
-        write_row_major(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
-                        op.results[0].type.encoding)
+        write_buffer(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
+                     op.results[0].type.encoding)
         fence_for_async_proxy(ctx, op.results[0].type.encoding)
         barrier(ctx.builder)
 
@@ -334,27 +345,34 @@ def lower_local_store(ctx, op):
     """`ttg.local_store`: registers into a shared buffer (barriers on both sides)."""
     value, buf = op.operands
     barrier(ctx.builder)
-    write_row_major(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
+    write_buffer(ctx, ctx.get(buf)[0], value.type, ctx.get(value), buf.type.encoding)
     fence_for_async_proxy(ctx, buf.type.encoding)
     barrier(ctx.builder)
 
 
 @lowers(ttg.LocalLoadOp)
 def lower_local_load(ctx, op):
-    """`ttg.local_load`: a shared buffer into registers of the result's layout. When only
-    tt.dot ops use the result, no registers are made: the dot reads the buffer itself
-    (region records naming the result do not count: they tie registers, and there are none)."""
+    """`ttg.local_load`: a shared buffer into registers of the result's layout: by ldmatrix
+    where the offsets map allows it (tensor-core layouts), else vector loads. When only tt.dot
+    ops use a result that ldmatrix can read (or an FMA dot's operand), no registers are made:
+    the dot reads the buffer itself (region records naming the result do not count: they tie
+    registers, and there are none)."""
+    from .matrix_memory import load_matrices, matrix_mode, tensor_core_layout
     buf = op.operands[0]
     t = op.results[0].type
     base = ctx.get(buf)[0]
     users = [u for u in op.results[0].users() if not isinstance(u, tt.ProfileRecordOp)]
-    if users and all(isinstance(u, tt.DotOp) for u in users):
+    only_dots = bool(users) and all(isinstance(u, tt.DotOp) for u in users)
+    if tensor_core_layout(t.encoding) and matrix_mode(buf.type.encoding, t) is not None:
+        if only_dots and layouts.is_mma_family(t.encoding):
+            ctx.shared_sources[id(op.results[0])] = base
+            ctx.set(op.results[0], [])
+        else:
+            ctx.set(op.results[0], load_matrices(ctx, base, buf.type.encoding, t))
+        return
+    if only_dots and not layouts.is_mma_family(t.encoding):
         ctx.shared_sources[id(op.results[0])] = base
         ctx.set(op.results[0], [])
-        return
-    if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):
-        from .lower_mma import load_mma_operand
-        ctx.set(op.results[0], load_mma_operand(ctx, base, buf.type.encoding, t))
         return
     ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))
 

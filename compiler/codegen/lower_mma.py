@@ -1,5 +1,5 @@
 """`tt.dot` on tensor cores: `mma.sync.aligned.m16n8k16` (Triton's MMA v2) with operands read
-from shared memory by `ldmatrix`.
+from shared memory by `ldmatrix` (compiler.codegen.matrix_memory).
 
 Register layouts follow `compiler.analysis.layouts` (the PTX ISA's m16n8k16 fragments). An
 operand staged in shared memory (`ttg.local_load` whose only users are dots) is not loaded up
@@ -13,10 +13,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from compiler.analysis import layouts
-from compiler.ir.types import TensorType
 
-from .llvm_helpers import inline_ptx, i32, llvm_type, pack_words, unpack_words
-from .lower_convert import contiguous_dim, shared_offset
+from .llvm_helpers import inline_ptx, pack_words
+from .matrix_memory import ldmatrix_registers
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
@@ -25,86 +24,6 @@ MMA_TYPES = {"f16": "f16", "bf16": "bf16"}
 
 def _k_dim(operand_layout) -> int:
     return 1 if operand_layout.op_idx == 0 else 0
-
-
-def _matrix_origins(layout, shape: tuple, slot_indices: list) -> list:
-    """Per pair of registers (one ldmatrix matrix each), the matrix's origin (dim 0, dim 1)
-    relative to the warp's base, as constants."""
-    slots = layouts.mma_register_slots(layout, tuple(shape))
-    return [layouts.mma_slot_offset(layout, slots[i]) for i in slot_indices[::2]]
-
-
-def _lane_offsets(ctx, layout, pattern: tuple, trans: bool):
-    """The lane's (dim 0, dim 1) address offset inside an ldmatrix group of matrices whose
-    origins differ by `pattern` from the first: the warp's base, the origin delta of matrix
-    q = lane / 8, and the row r = lane % 8 along K (trans) or along M/N."""
-    indexer = ctx.indexer
-    k_dim = _k_dim(layout)
-    p_dim = 1 - k_dim
-
-    def make(b):
-        lane = indexer.lane()
-        q = b.and_(b.lshr(lane, i32(3)), i32(len(pattern) - 1))
-        row = b.and_(lane, i32(7))
-        warp_p = indexer.mma_warp_offset(layout.parent, p_dim)
-        offsets = []
-        for d in range(2):
-            value = i32(pattern[-1][d])
-            for index in range(len(pattern) - 2, -1, -1):
-                value = b.select(b.icmp_unsigned("==", q, i32(index)), i32(pattern[index][d]),
-                                 value)
-            if d == p_dim:
-                value = b.add(value, warp_p)
-            if (d == k_dim) == trans:
-                value = b.add(value, row)
-            offsets.append(value)
-        return offsets
-    return indexer._cached(("ldmatrix", layout, pattern, trans), make)
-
-
-def _ldmatrix(ctx, address, count: int, trans: bool) -> list:
-    """One `ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: `count` i32 words."""
-    outs = ", ".join(f"${i}" for i in range(count))
-    asm = (f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
-           f"{{{outs}}}, [${count}];")
-    ret = I32 if count == 1 else ir.LiteralStructType([I32] * count)
-    result = inline_ptx(ctx.builder, ret, asm, ",".join(["=r"] * count + ["r"]), [address])
-    if count == 1:
-        return [result]
-    return [ctx.builder.extract_value(result, i) for i in range(count)]
-
-
-def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
-                       slot_indices: list) -> list:
-    """The operand registers `slot_indices` (pairs along K, in register order) of a tensor in
-    a #ttg.dot_op<{parent = #mma}> layout, read from the shared buffer at `base`."""
-    b = ctx.builder
-    layout = operand_type.encoding
-    shape = tuple(operand_type.shape)
-    k_dim = _k_dim(layout)
-    trans = contiguous_dim(shared_layout, 2) != k_dim
-    elem_ty = llvm_type(operand_type)
-    origins = _matrix_origins(layout, shape, slot_indices)
-    values = []
-    start = 0
-    while start < len(origins):
-        count = 4 if len(origins) - start >= 4 else (2 if len(origins) - start >= 2 else 1)
-        group = origins[start:start + count]
-        pattern = tuple((o[0] - group[0][0], o[1] - group[0][1]) for o in group)
-        lane = _lane_offsets(ctx, layout, pattern, trans)
-        coords = [b.add(lane[d], i32(group[0][d])) if group[0][d] else lane[d] for d in range(2)]
-        offset = shared_offset(b, shared_layout, coords, shape)
-        address = b.gep(base, [offset], source_etype=elem_ty)
-        for word in _ldmatrix(ctx, address, count, trans):
-            values += unpack_words(b, [word], elem_ty, 2)
-        start += count
-    return values
-
-
-def load_mma_operand(ctx, base, shared_layout, operand_type: TensorType) -> list:
-    """`ttg.local_load` into a tensor-core operand layout: every register, through ldmatrix."""
-    n = layouts.elements_per_thread(operand_type.encoding, tuple(operand_type.shape))
-    return ldmatrix_registers(ctx, base, shared_layout, operand_type, list(range(n)))
 
 
 class _Operand:

@@ -40,6 +40,7 @@ from .lowering_errors import LoweringError, op_site
 from .debuginfo import DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
+from .nvidia_options import DEFAULT_ARCH
 from .registry import lowering_for
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -72,14 +73,17 @@ class LoweredKernel:
 class LoweringOptions:
     """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, the
     register cap per thread (`.maxnreg`; None: no cap), whether fadd/fsub/fmul may contract
-    into fma (`fp_fusion`, the compile option enable_fp_fusion), and the kernel's metadata
-    (num_warps, ...; None: read from the module's attributes, `KernelMetadata.from_ttgir`)."""
+    into fma (`fp_fusion`, the compile option enable_fp_fusion), the target's compute
+    capability (`arch`: which instructions exist, e.g. stmatrix from sm_90), and the kernel's
+    metadata (num_warps, ...; None: read from the module's attributes,
+    `KernelMetadata.from_ttgir`)."""
 
     ttgir_file: str | None = None
     optimize: bool = True
     maxnreg: int | None = None
     fp_fusion: bool = True
     metadata: object = None
+    arch: int = DEFAULT_ARCH       # the target's compute capability (sm_90+: stmatrix)
 
 
 class LoweringContext:
@@ -298,6 +302,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op),
                           metadata.threads_per_warp, ttgir_file, text)
     ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
+    ctx.arch = options.arch
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"

@@ -83,6 +83,23 @@ CmpFOp = define_op("CmpFOp", "arith.cmpf", Compare(), (Pure, Elementwise),
                    predicate=attr("predicate"))
 
 
+
+def _numbered_predicate(predicates):
+    """MLIR's generic form writes a comparison's predicate as its enum number
+    (`<{predicate = 4 : i64}>`: sgt); the number is its position in `predicates`."""
+    def convert(attrs: dict, error) -> dict:
+        pred = attrs.get("predicate")
+        if isinstance(pred, IntegerAttr):
+            if not 0 <= pred.value < len(predicates):
+                raise error(f"predicate number {pred.value} is not one of 0..{len(predicates) - 1}")
+            attrs = {**attrs, "predicate": StringAttr(predicates[pred.value])}
+        return attrs
+    return convert
+
+
+CmpIOp.generic_attributes = staticmethod(_numbered_predicate(INT_PREDICATES))
+CmpFOp.generic_attributes = staticmethod(_numbered_predicate(FLOAT_PREDICATES))
+
 # `%c, %a, %b : Tc, T` (the condition's type first, as MLIR prints tensor selects)
 _SELECT_SYNTAX = OperandTypes(lambda types, attrs: types[-1], num_types=2)
 

@@ -603,8 +603,38 @@ DotOp = define_op("DotOp", "tt.dot", _DotSyntax(), (Pure, LayoutAnchor, LayoutBa
 # ---- debugging ---------------------------------------------------------------------------------
 PrintOp = define_op("PrintOp", "tt.print", None,
                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier))
-AssertOp = define_op("AssertOp", "tt.assert", None,
-                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
+
+
+class _AssertSyntax(Syntax):
+    """`tt.assert %cond, "message" {attrs} : T`, as Triton prints it."""
+
+    def print(self, p, op, indent):
+        rest = p.attr_dict(op.attributes, exclude=("message",))
+        return (f"{op.name} {p.values(op.operands)}, {op.attributes['message']}{rest} : "
+                f"{p.type(op.operands[0].type)}")
+
+    def parse(self, ps, cls, num_results):
+        operands = [ps.operand()]
+        ps.expect(",")
+        message = ps.string()
+        attrs = ps.attr_dict()
+        ps.expect(":")
+        pos = ps.pos
+        ps.check_written_types(operands, [ps.type()], pos)
+        attrs["message"] = StringAttr(message)
+        return OpParts(operands, [], attrs)
+
+
+def _verify_assert(op):
+    expect_operands(op, 1)
+    if not isinstance(op.attributes.get("message"), StringAttr):
+        raise VerificationError(op, "needs a `message` string")
+    if op.operands[0].type.scalar != IntegerType(1):
+        raise VerificationError(op, f"condition must be i1, got {op.operands[0].type}")
+
+
+AssertOp = define_op("AssertOp", "tt.assert", _AssertSyntax(),
+                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier), _verify_assert,
                      condition=operand(0))
 
 # ---- in-kernel profiling ----------------------------------------------------------------------

@@ -646,6 +646,9 @@ class Parser:
             name = self.string()
             cls = self.context.lookup_op(name) or Operation
             parts = parse_generic(self)
+            generic = getattr(cls, "generic_attributes", None)
+            if generic is not None:     # MLIR's generic spelling of an attribute (an enum's number)
+                parts.attributes = generic(parts.attributes, lambda m: self.error(m, start))
         else:
             name_pos = self.pos
             name = self.identifier()

@@ -41,7 +41,8 @@ class SameType(Syntax):
 
 
 class Compare(Syntax):
-    """`slt, %a, %b : T` with the predicate stored as the `predicate` string attribute."""
+    """`slt, %a, %b : T` with the predicate stored as the `predicate` string attribute; the
+    predicate may also be written quoted (`"slt", %a, %b : T`), as Triton's tests write it."""
 
     def print(self, p, op, indent):
         pred = op.attributes["predicate"].value
@@ -49,7 +50,8 @@ class Compare(Syntax):
         return f"{op.name} {pred}, {p.values(op.operands)}{rest} : {p.type(op.operands[0].type)}"
 
     def parse(self, ps, cls, num_results):
-        pred = ps.identifier()
+        ps.skip_ws()
+        pred = ps.string() if ps.at('"') else ps.identifier()
         ps.expect(",")
         operands, attrs = _operands_then_attrs(ps)
         ps.expect(":")

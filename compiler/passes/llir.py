@@ -64,7 +64,7 @@ class ConvertTritonGPUToLLVM(Pass):
         options = _options(ctx)
         lowered = lower_module(module.ttgir, LoweringOptions(
             ttgir_file=module.ttgir_file, optimize=False, metadata=module.metadata,
-            maxnreg=options.maxnreg, fp_fusion=options.enable_fp_fusion))
+            maxnreg=options.maxnreg, fp_fusion=options.enable_fp_fusion, arch=options.arch))
         module.lowered = lowered
         module.text = lowered.llvm_ir
 

@@ -1,7 +1,8 @@
 """The layout test matrix of issue 9 as generated `.ttgir` kernels: every layout of `LAYOUTS`
 (blocked of several shapes and orders, their slices, mma v2 and v3, dot operands of each,
 `#ttg.linear`) x every op that applies to it (elementwise, reduce on each axis, scan,
-broadcast, expand_dims, trans, reshape, store, atomic, convert_layout to every other layout of
+broadcast, expand_dims, trans, reshape, store, atomic, a round trip through a shared buffer
+(as f16: ldmatrix and stmatrix where the maps allow), convert_layout to every other layout of
 the same shape).
 
 Each case is one 4-warp kernel `@k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>)` that loads a
@@ -365,6 +366,28 @@ def op_atomic(k: Kernel, lay: Layout, l: str):
     return _size(lay.shape), _size(lay.shape)
 
 
+#: The buffer of the `shared` op: 16-byte groups along dim 1, swizzled over 4 rows (ldmatrix
+#: and stmatrix rows where a tensor-core layout's map allows them).
+SHARED = "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 4, order = [1, 0]}>"
+
+
+def op_shared(k: Kernel, lay: Layout, l: str):
+    """The tile as f16 through an explicit shared buffer and back: local_alloc (stmatrix where
+    the map allows, else vector stores), then local_load into the same layout."""
+    m, n = lay.shape
+    half = f"tensor<{m}x{n}xf16, {l}>"
+    mem = f"!ttg.memdesc<{m}x{n}xf16, #s, #smem>"
+    k.aliases["s"] = SHARED
+    k.aliases["smem"] = "#ttg.shared_memory"
+    v = k.load(l, lay.shape)
+    k.emit(f"%h = arith.truncf {v} : {_tensor(lay.shape, l)} to {half}")
+    k.emit(f"%buf = ttg.local_alloc %h : ({half}) -> {mem}")
+    k.emit(f"%back = ttg.local_load %buf : {mem} -> {half}")
+    k.emit(f"%y = arith.extf %back : {half} to {_tensor(lay.shape, l)}")
+    k.store("%y", l, lay.shape)
+    return m * n, m * n
+
+
 def _convert_to(target: Layout):
     def build(k: Kernel, lay: Layout, l: str):
         if target.parent is None:
@@ -387,7 +410,8 @@ def ops_for(layout: Layout) -> dict:
            "atomic": op_atomic, "expand_dims": op_expand_dims}
     if layout.parent is None:
         ops.update({"reduce0": _reduce_op(0), "reduce1": _reduce_op(1),
-                    "broadcast": op_broadcast, "trans": op_trans, "reshape": op_reshape})
+                    "broadcast": op_broadcast, "trans": op_trans, "reshape": op_reshape,
+                    "shared": op_shared})
     else:
         ops["reduce0"] = _reduce_op(0)
     for other in all_layouts().values():

@@ -28,6 +28,21 @@ class Unsupported(Exception):
     """The evaluator met an IR shape it does not model (e.g. a divergent branch)."""
 
 
+class Misaligned(Exception):
+    """An access whose address is not a multiple of its alignment: what the GPU reports as
+    "misaligned address" (an LLVM load/store's `align`, or its type's size when it has none;
+    an inline-PTX vector access's total width; an ldmatrix row's 16 bytes)."""
+
+
+def check_aligned(addresses, align: int, active, what: str) -> None:
+    """Raise `Misaligned` when an active thread's address is not a multiple of `align`."""
+    bad = active & (addresses.astype(np.uint64) % np.uint64(align) != 0)
+    if bad.any():
+        t = int(np.nonzero(bad)[0][0])
+        raise Misaligned(f"thread {t}: {what} at {int(addresses[t]):#x} is not aligned to "
+                         f"{align} bytes")
+
+
 def _mask(bits):
     return np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -262,6 +277,8 @@ class CTA:
             return self._gep(instr)
         if isinstance(instr, ir.LoadInstr):
             ty = instr.type
+            check_aligned(self.get(instr.operands[0]), instr.align or _natural_align(ty), active,
+                          f"load of {ty}")
             if isinstance(ty, ir.VectorType):             # element by element, consecutive
                 size = max(1, _bits(ty.element) // 8)
                 base = self.get(instr.operands[0])
@@ -272,6 +289,8 @@ class CTA:
             return _from_bits(raw, ty)
         if isinstance(instr, ir.StoreInstr):
             value, ptr = instr.operands
+            check_aligned(self.get(ptr), instr.align or _natural_align(value.type), active,
+                          f"store of {value.type}")
             if isinstance(value.type, ir.VectorType):      # element by element, consecutive
                 element = value.type.element
                 size = max(1, _bits(element) // 8)
@@ -500,10 +519,15 @@ class CTA:
 
     # ---- inline PTX -----------------------------------------------------------------------
     def _asm(self, asm: ir.InlineAsm, args, ret_ty, active):
-        if asm.asm.startswith(("ldmatrix.", "mma.sync.")):
+        if asm.asm.startswith(("ldmatrix.", "stmatrix.", "mma.sync.")):
             if not np.all(active):
                 raise Unsupported(f"warp-collective {asm.asm.split()[0]} under a partial mask")
-            if asm.asm.startswith("ldmatrix."):
+            if asm.asm.startswith(("ldmatrix.", "stmatrix.")):
+                rows = 8 * int(re.search(r"\.x(\d)", asm.asm).group(1))  # lanes giving rows
+                check_aligned(args[0], 16, (self.tid % np.uint64(WARP)) < np.uint64(rows),
+                              f"{asm.asm.split('.')[0]} row")
+                if asm.asm.startswith("stmatrix."):
+                    return self._stmatrix(asm.asm, args[0], args[1:])
                 return self._ldmatrix(asm.asm, args[0])
             return self._mma(asm.asm, args)
         constraints = asm.constraint.split(",")
@@ -544,6 +568,7 @@ class CTA:
                 regs = re.findall(r"\$(\d+)", rest.split("[")[0])
                 addr = ref(re.search(r"\[\s*(\$\d+)", rest).group(1))
                 size = _ptx_type_bytes(op)
+                check_aligned(addr, size * len(regs), pred, op)
                 for j, r in enumerate(regs):
                     loaded = self.memory.load(addr + np.uint64(j * size), size, pred)
                     outs[int(r)] = np.where(pred, loaded, outs[int(r)])
@@ -551,6 +576,7 @@ class CTA:
                 addr = ref(re.search(r"\[\s*(\$\d+)", rest).group(1))
                 regs = re.findall(r"\$(\d+)", rest.split("]", 1)[1])
                 size = _ptx_type_bytes(op)
+                check_aligned(addr, size * len(regs), pred, op)
                 for j, r in enumerate(regs):
                     self.memory.store(addr + np.uint64(j * size), operands[int(r)], size, pred)
             elif op == "tanh.approx.f32":
@@ -629,6 +655,30 @@ class CTA:
                 words.append(self.memory.load(addresses[source.astype(np.int64)] + offset, 4,
                                               everyone))
         return words[0] if count == 1 else words
+
+    def _stmatrix(self, text, addresses, words):
+        """`stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16`: the inverse of ldmatrix.
+        Lanes 8q..8q+7 give the row addresses of matrix q; lane l's word q holds matrix q's
+        row l/4, elements 2(l%4) and 2(l%4)+1 (with .trans: rows 2(l%4) and 2(l%4)+1 of
+        column l/4)."""
+        trans = ".trans" in text
+        lane = self.tid % np.uint64(WARP)
+        warp_first = self.tid - lane
+        everyone = np.ones(self.n, dtype=bool)
+        for q, word in enumerate(words):
+            word = word.astype(np.uint64)
+            if trans:
+                row0 = warp_first + np.uint64(8 * q) + (lane % np.uint64(4)) * np.uint64(2)
+                column = (lane // np.uint64(4)) * np.uint64(2)
+                for half in range(2):
+                    rows = addresses[(row0 + np.uint64(half)).astype(np.int64)]
+                    self.memory.store(rows + column, (word >> np.uint64(16 * half)) &
+                                      np.uint64(0xFFFF), 2, everyone)
+            else:
+                source = warp_first + np.uint64(8 * q) + lane // np.uint64(4)
+                offset = (lane % np.uint64(4)) * np.uint64(4)
+                self.memory.store(addresses[source.astype(np.int64)] + offset, word, 4, everyone)
+        return None
 
     def _mma(self, text, args):
         """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.*.f32` on each warp: gather the A
@@ -717,6 +767,8 @@ def _atom_apply(kind, type_text, old, operands, size):
 
 
 def _size(ty) -> int:
+    if isinstance(ty, ir.VectorType):
+        return ty.count * _size(ty.element)
     if isinstance(ty, ir.ArrayType):
         return ty.count * _size(ty.element)
     if isinstance(ty, ir.LiteralStructType):
@@ -724,6 +776,18 @@ def _size(ty) -> int:
     if isinstance(ty, ir.PointerType):
         return 8
     return max(1, _bits(ty) // 8)
+
+
+def _natural_align(ty) -> int:
+    """The alignment LLVM gives an access of type `ty` that states none (its ABI alignment):
+    a vector's size rounded up to a power of two, an aggregate's largest element's."""
+    if isinstance(ty, ir.VectorType):
+        return 1 << (_size(ty) - 1).bit_length()
+    if isinstance(ty, ir.ArrayType):
+        return _natural_align(ty.element)
+    if isinstance(ty, ir.LiteralStructType):
+        return max(_natural_align(t) for t in ty.elements)
+    return _size(ty)
 
 
 def run_kernel(kernel, grid: tuple, args: list, globals_: dict | None = None) -> Memory:

@@ -37,9 +37,11 @@ LAYOUTS = {
 M = N = 64
 
 
-def tile_offsets(ty: str) -> str:
-    """ttgir lines (continuation lines indented 8) making %off = row * N + column in #b and
-    %sptr = %src + %off, for a kernel that loads its tile from %src."""
+def tile_offsets(ty: str, m: int = M, n: int = N) -> str:
+    """ttgir lines (continuation lines indented 8) making %off = row * n + column in #b (an
+    m x n tile, #b0/#b1 its slices) and %sptr = %src + %off, for a kernel that loads its tile
+    from %src."""
+    M, N = m, n  # noqa: N806  (the tile's shape, named as in the module's default)
     lines = [
         f"%n = arith.constant dense<{N}> : tensor<{M}x1xi32, #b>",
         f"%r = tt.make_range {{end = {M} : i32, start = 0 : i32}} : tensor<{M}xi32, #b1>",

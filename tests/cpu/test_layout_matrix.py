@@ -114,7 +114,7 @@ def test_the_matrix_covers_every_kind_of_layout_and_op():
     assert {"mma_v2", "mma_v3", "dot_a_v2", "dot_b_v2", "dot_a_v3", "dot_a_fma", "linear",
             "mma_v3_s1", "linear_s0"} <= layouts
     assert ops == {"elementwise", "reduce0", "reduce1", "scan", "broadcast", "expand_dims",
-                   "trans", "reshape", "store", "atomic", "convert"}
+                   "trans", "reshape", "store", "atomic", "shared", "convert"}
 
 
 if __name__ == "__main__":

@@ -27,35 +27,44 @@ SHARED = {
 M = N = 64
 
 
-def _kernel(shared: str, writer: str, reader: str, store_op: bool) -> str:
-    t = lambda name: f"tensor<{M}x{N}xf16, #{name}>"  # noqa: E731
-    mem = f"!ttg.memdesc<{M}x{N}xf16, #s, #smem, mutable>"
+def round_trip_kernel(m: int, n: int, ty: str, writer: str, reader: str, shared: str,
+                      store_op: bool, warps: int = 4) -> str:
+    """A `warps`-warp kernel: its %src tile (m x n, row-major) -> layout `writer` -> a buffer
+    of `shared` (local_alloc with the value, or local_alloc then local_store) -> local_load
+    into `reader` -> back to the load layout -> %dst."""
+    t = lambda name: f"tensor<{m}x{n}x{ty}, #{name}>"  # noqa: E731
+    mem = f"!ttg.memdesc<{m}x{n}x{ty}, #s, #smem, mutable>"
     fill = (f"""%buf = ttg.local_alloc : () -> {mem}
         ttg.local_store %vw, %buf : {t("w")} -> {mem}""" if store_op else
             f"%buf = ttg.local_alloc %vw : ({t('w')}) -> {mem}")
     return textwrap.dedent(f"""
-    #b = {LOAD}
+    #b = {LOAD.replace("[4, 1]", f"[{warps}, 1]")}
     #b0 = #ttg.slice<{{dim = 0, parent = #b}}>
     #b1 = #ttg.slice<{{dim = 1, parent = #b}}>
-    #w = {LAYOUTS[writer]}
-    #r = {LAYOUTS[reader]}
-    #s = {SHARED[shared]}
+    #w = {writer}
+    #r = {reader}
+    #s = {shared}
     #smem = #ttg.shared_memory
-    module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
-      tt.func public @local(%src: !tt.ptr<f16>, %dst: !tt.ptr<f16>) {{
-        {tile_offsets("f16")}
-        %v = tt.load %sptr : tensor<{M}x{N}x!tt.ptr<f16>, #b>
+    module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = {warps} : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
+      tt.func public @local(%src: !tt.ptr<{ty}> {{tt.divisibility = 16 : i32}}, %dst: !tt.ptr<{ty}> {{tt.divisibility = 16 : i32}}) {{
+        {tile_offsets(ty, m, n)}
+        %v = tt.load %sptr : tensor<{m}x{n}x!tt.ptr<{ty}>, #b>
         %vw = ttg.convert_layout %v : {t("b")} -> {t("w")}
         {fill}
         %vr = ttg.local_load %buf : {mem} -> {t("r")}
         %back = ttg.convert_layout %vr : {t("r")} -> {t("b")}
-        %dp = tt.splat %dst : !tt.ptr<f16> -> tensor<{M}x{N}x!tt.ptr<f16>, #b>
-        %dptr = tt.addptr %dp, %off : tensor<{M}x{N}x!tt.ptr<f16>, #b>, tensor<{M}x{N}xi32, #b>
-        tt.store %dptr, %back : tensor<{M}x{N}x!tt.ptr<f16>, #b>
+        %dp = tt.splat %dst : !tt.ptr<{ty}> -> tensor<{m}x{n}x!tt.ptr<{ty}>, #b>
+        %dptr = tt.addptr %dp, %off : tensor<{m}x{n}x!tt.ptr<{ty}>, #b>, tensor<{m}x{n}xi32, #b>
+        tt.store %dptr, %back : tensor<{m}x{n}x!tt.ptr<{ty}>, #b>
         tt.return
       }}
     }}
     """)
+
+
+def _kernel(shared: str, writer: str, reader: str, store_op: bool) -> str:
+    return round_trip_kernel(M, N, "f16", LAYOUTS[writer], LAYOUTS[reader], SHARED[shared],
+                             store_op)
 
 
 CASES = [("plain", "rows", "cols", False), ("vec8", "rows", "mma_v2", False),

@@ -1,0 +1,175 @@
+"""Whole 8x8 matrices of 16-bit elements between registers and shared memory: `ldmatrix`
+(sm_75+) and `stmatrix` (sm_90+), each moving up to four matrices per warp in one instruction.
+
+Both are chosen from the linear layouts alone: `matrix_mode` looks at the offsets map
+(register, lane, warp) -> buffer offset of a tensor in a shared buffer and says whether a
+thread's register pair and lanes form the rows and columns the instructions hand out (plain,
+or `.trans`), with every row 16 contiguous, 16-byte-aligned bytes. The row addresses the lanes
+give are that same map restricted to the lanes that own each row's first element, so no layout
+has a case of its own here: mma accumulators (v2, v3) and dot operands of any kWidth go through
+the same check (`tensor_core_layout` says which layouts try it), and a pairing that fails it is
+moved by the generic vector path (compiler.codegen.lower_convert).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from compiler.analysis import layouts
+from compiler.analysis.bank_conflicts import offsets_layout
+from compiler.analysis.layout_to_linear import to_linear_layout
+from compiler.analysis.linear_layout import LinearLayout
+from compiler.dialects.ttg import DotOperandEncoding, NvidiaMmaEncoding
+from compiler.ir.types import TensorType
+
+from .llvm_helpers import inline_ptx, llvm_type, pack_words, unpack_words
+
+I32 = ir.IntType(32)
+
+#: The first architecture with stmatrix (PTX ISA 7.8, sm_90).
+STMATRIX_ARCH = 90
+
+
+def operand_offsets(shared_layout, operand_type: TensorType):
+    """(register, lane, warp) -> element offset in the buffer of `shared_layout` of each
+    register of a tensor of `operand_type`: the map ldmatrix's addresses come from."""
+    from .lower_convert import buffer_layout
+    regs = to_linear_layout(operand_type.encoding, operand_type.shape)
+    return offsets_layout(regs, buffer_layout(shared_layout, operand_type.shape))
+
+
+def matrix_mode(shared_layout, operand_type: TensorType):
+    """How `ldmatrix` reads (and `stmatrix` writes) a tensor of `operand_type` (16-bit, any
+    layout) from a buffer of `shared_layout`, from the offsets map: False (plain) when each
+    thread's register pair, lanes 0-1 and lanes 2-4 are the 8x8 matrix's (column pair, column,
+    row) and every other basis moves whole 16-byte rows; True (`.trans`) when lanes 2-4 are its
+    columns and (register bit 0, lanes 0-1) its rows; None when neither holds (then the
+    registers move one vector at a time). A swizzle whose `vec` is below 8 elements leaves no
+    16-byte rows: ldmatrix there would read 16 bytes at 8-byte-aligned addresses ("misaligned
+    address" on the GPU)."""
+    if operand_type.element.width != 16 or operand_type.rank != 2:
+        return None
+    offsets = operand_offsets(shared_layout, operand_type)
+    regs = [v[0] for v in offsets.bases("register")]
+    lanes = [v[0] for v in offsets.bases("lane")]
+    warps = [v[0] for v in offsets.bases("warp")] if "warp" in offsets.in_dims else []
+    if len(regs) < 1 or len(lanes) != 5:
+        return None
+    for trans, row_bases, rest in ((False, [regs[0], lanes[0], lanes[1]], regs[1:] + lanes[2:]),
+                                   (True, lanes[2:], regs + lanes[:2])):
+        if row_bases == [1, 2, 4] and all(v % 8 == 0 for v in rest + warps):
+            return trans
+    return None
+
+
+def _ldmatrix(ctx, address, count: int, trans: bool) -> list:
+    """One `ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: `count` i32 words."""
+    outs = ", ".join(f"${i}" for i in range(count))
+    asm = (f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
+           f"{{{outs}}}, [${count}];")
+    ret = I32 if count == 1 else ir.LiteralStructType([I32] * count)
+    result = inline_ptx(ctx.builder, ret, asm, ",".join(["=r"] * count + ["r"]), [address])
+    if count == 1:
+        return [result]
+    return [ctx.builder.extract_value(result, i) for i in range(count)]
+
+
+def _group_size(slot_indices: list, start: int) -> int:
+    """How many matrices (register pairs) one ldmatrix reads from `start`: 4, 2 or 1, the
+    largest whose registers run on consecutively from an aligned first one."""
+    first = slot_indices[start]
+    for count in (4, 2, 1):
+        want = list(range(first, first + 2 * count))
+        if first % (2 * count) == 0 and slot_indices[start:start + 2 * count] == want:
+            return count
+    raise ValueError(f"register {first} does not start an ldmatrix pair")
+
+
+def _row_addresses(offsets, trans: bool, count: int):
+    """(lane, warp) -> offset of the row that lane 8q + i gives ldmatrix: matrix q is register
+    pair q of the group (register bits 1-2); row i is held, at column 0, by lane 4i (plain)
+    or by register bit 0 and lanes 0-1 (`.trans`). Lanes past the group's rows give none."""
+    regs = [v[0] for v in offsets.bases("register")]
+    lanes = [v[0] for v in offsets.bases("lane")]
+    rows = lanes[2:5] if not trans else [regs[0], lanes[0], lanes[1]]
+    matrices = [regs[k] if k < len(regs) else 0 for k in (1, 2)][:count.bit_length() - 1]
+    lane_bases = rows + matrices + [0] * (2 - len(matrices))
+    bases = {"lane": lane_bases}
+    if "warp" in offsets.in_dims:
+        bases["warp"] = [v[0] for v in offsets.bases("warp")]
+    return LinearLayout(bases, {"offset": offsets.out_dim_size("offset")})
+
+
+def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
+                       slot_indices: list) -> list:
+    """The registers `slot_indices` (aligned runs of register pairs, in register order) of a
+    tensor of `operand_type` read from the shared buffer at `base` by ldmatrix (the buffer
+    must pass `matrix_mode`). Every address comes from the offsets map: the lane's row, the
+    warp's part, and the group's first register as a constant."""
+    from .lower_convert import xor_const
+    b = ctx.builder
+    offsets = operand_offsets(shared_layout, operand_type)
+    trans = matrix_mode(shared_layout, operand_type)
+    elem_ty = llvm_type(operand_type)
+    values = []
+    start = 0
+    while start < len(slot_indices):
+        count = _group_size(slot_indices, start)
+        term = ctx.indexer.thread_term(_row_addresses(offsets, trans, count))
+        first = offsets.apply(register=slot_indices[start])["offset"]
+        address = b.gep(base, [xor_const(b, term, first)], source_etype=elem_ty)
+        for word in _ldmatrix(ctx, address, count, trans):
+            values += unpack_words(b, [word], elem_ty, 2)
+        start += 2 * count
+    return values
+
+
+def tensor_core_layout(encoding) -> bool:
+    """Whether `encoding` is an mma accumulator (v2, v3) or a dot operand of one: the layouts
+    whose shared-memory moves try ldmatrix and stmatrix."""
+    if isinstance(encoding, DotOperandEncoding):
+        encoding = encoding.parent
+    return isinstance(encoding, NvidiaMmaEncoding)
+
+
+def load_matrices(ctx, base, shared_layout, operand_type: TensorType) -> list:
+    """`ttg.local_load` into a tensor-core layout: every register, through ldmatrix (callers
+    check `matrix_mode` first)."""
+    n = layouts.elements_per_thread(operand_type.encoding, tuple(operand_type.shape))
+    return ldmatrix_registers(ctx, base, shared_layout, operand_type, list(range(n)))
+
+
+def _stmatrix(ctx, address, words: list, trans: bool) -> None:
+    """One `stmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16` of `words` (i32 each)."""
+    count = len(words)
+    ins = ", ".join(f"${i + 1}" for i in range(count))
+    asm = (f"stmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
+           f"[$0], {{{ins}}};")
+    inline_ptx(ctx.builder, ir.VoidType(), asm, ",".join(["r"] * (count + 1)),
+               [address] + words)
+
+
+def stmatrix_fits(ctx, shared_layout, value_type: TensorType) -> bool:
+    """Whether a tensor of `value_type` goes into a buffer of `shared_layout` by stmatrix:
+    an sm_90+ target and a `matrix_mode` the offsets map allows."""
+    return ctx.arch >= STMATRIX_ARCH and matrix_mode(shared_layout, value_type) is not None
+
+
+def stmatrix_registers(ctx, base, shared_layout, value_type: TensorType, values: list) -> None:
+    """Every register of a tensor of `value_type` written into the shared buffer at `base`
+    by stmatrix (the pair must pass `stmatrix_fits`), four matrices at a time where the
+    registers allow; addresses as in `ldmatrix_registers`. Threads holding the same element
+    write the same value."""
+    from .lower_convert import xor_const
+    b = ctx.builder
+    offsets = operand_offsets(shared_layout, value_type)
+    trans = matrix_mode(shared_layout, value_type)
+    registers = list(range(len(values)))
+    start = 0
+    while start < len(registers):
+        count = _group_size(registers, start)
+        term = ctx.indexer.thread_term(_row_addresses(offsets, trans, count))
+        first = offsets.apply(register=registers[start])["offset"]
+        address = b.gep(base, [xor_const(b, term, first)], source_etype=llvm_type(value_type))
+        words = pack_words(b, values[start:start + 2 * count], 32)
+        _stmatrix(ctx, address, words, trans)
+        start += 2 * count
