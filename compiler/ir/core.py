@@ -230,15 +230,10 @@ class Operation:
         return False
 
     def walk(self, order: str = "pre") -> Iterator["Operation"]:
-        """Every op nested in this one (this one included), pre- or post-order."""
-        if order == "pre":
-            yield self
-        for region in self.regions:
-            for block in region.blocks:
-                for op in list(block.ops):
-                    yield from op.walk(order)
-        if order == "post":
-            yield self
+        """Every op nested in this one (this one included), pre- or post-order. Each block's
+        ops are listed when the walk reaches the block, so ops erased or added there by the
+        caller meanwhile do not disturb it."""
+        return _walk(self, _nested_ops(self), order)
 
     def erase(self) -> None:
         """Remove this op from its block and drop its operand uses; results must be unused."""
@@ -291,6 +286,37 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<{self.name} at {self.loc}>"
+
+
+def _nested_ops(op: Operation) -> Iterator[Operation]:
+    """The ops directly inside `op`'s regions, each block's listed when it is reached."""
+    for region in op.regions:
+        for block in region.blocks:
+            yield from list(block.ops)
+
+
+def _walk(root: "Operation | None", children: Iterator[Operation], order: str) \
+        -> Iterator[Operation]:
+    """`root` (when given) and every op below it, from `children` (its direct ops) down, pre-
+    or post-order: the order of the recursive definition, with one stack instead of a
+    generator per nesting level (so an op costs the same at any depth)."""
+    post = order == "post"
+    if root is not None and not post:
+        yield root
+    stack = [(root, children)]
+    while stack:
+        op = next(stack[-1][1], None)
+        if op is None:
+            owner = stack.pop()[0]
+            if post and owner is not None:
+                yield owner
+            continue
+        if not post:
+            yield op
+        if op.regions:
+            stack.append((op, _nested_ops(op)))
+        elif post:
+            yield op
 
 
 def _check_trait(trait) -> None:
@@ -387,8 +413,8 @@ class Module:
         return self.body.append(op)
 
     def walk(self, order: str = "pre") -> Iterator[Operation]:
-        for op in list(self.body.ops):
-            yield from op.walk(order)
+        """Every op of the module (functions and all they hold), pre- or post-order."""
+        return _walk(None, iter(list(self.body.ops)), order)
 
     def functions(self) -> list[Operation]:
         return [op for op in self.body.ops if op.has_trait(FunctionLike)]

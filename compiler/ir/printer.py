@@ -8,10 +8,12 @@ comes from its `syntax` object; ops without one print in MLIR's generic form.
 from __future__ import annotations
 
 import re
+import weakref
 
 from .attributes import Attribute, DenseAttr, IntegerAttr, StringAttr
 from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
+from .shape import module_shape
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
 from .types import TensorType, Type
 
@@ -244,22 +246,44 @@ def generic_form(p: Printer, op: Operation, indent: int) -> str:
     return f"{text} : ({ins}) -> {out}"
 
 
-def print_module(module: Module, context: Context | None = None) -> str:
+def print_module(module: Module, context: Context | None = None,
+                 shape: list | None = None) -> str:
     """The module's text, Triton-style: layout aliases, the module, location aliases."""
-    return print_module_with_lines(module, context)[0]
+    return print_module_with_printer(module, context, shape)[0]
 
 
-def print_module_with_lines(module: Module, context: Context | None = None) -> tuple[str, dict]:
+def print_module_with_lines(module: Module, context: Context | None = None,
+                            shape: list | None = None) -> tuple[str, dict]:
     """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
     `context` (the default when None) gives the fixed aliases the text may need."""
-    text, op_lines, _ = print_module_with_printer(module, context)
+    text, op_lines, _ = print_module_with_printer(module, context, shape)
     return text, op_lines
 
 
-def print_module_with_printer(module: Module, context: Context | None = None) \
-        -> tuple[str, dict, "Printer"]:
+#: The last print of each module: module -> (context, its shape then, (text, lines, printer)).
+_LAST_PRINT: "weakref.WeakKeyDictionary[Module, tuple]" = weakref.WeakKeyDictionary()
+
+
+def print_module_with_printer(module: Module, context: Context | None = None,
+                              shape: list | None = None) -> tuple[str, dict, "Printer"]:
     """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
-    tools that record what the text shows as data."""
+    tools that record what the text shows as data.
+
+    A module printed again with nothing changed (an equal `module_shape`; pass `shape` when
+    it is at hand) gets its last print back: a stage's last snapshot, its structure, its stage
+    text and the lowering's line map are one print. The line map and the printer returned are
+    shared with later callers: read them, do not change them."""
+    ctx = resolve(context)
+    shape = module_shape(module) if shape is None else shape
+    last = _LAST_PRINT.get(module)
+    if last is not None and last[0] is ctx and last[1] == shape:
+        return last[2]
+    printed = _print(module, ctx)
+    _LAST_PRINT[module] = (ctx, shape, printed)
+    return printed
+
+
+def _print(module: Module, ctx: Context) -> tuple[str, dict, "Printer"]:
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -270,12 +294,13 @@ def print_module_with_printer(module: Module, context: Context | None = None) \
     p.flatten(p.lines, body)
     body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
-    for alias, definition in resolve(context).fixed_aliases().items():
-        if any(alias in line for _, line in body):
+    body_text = "\n".join(line for _, line in body)
+    for alias, definition in ctx.fixed_aliases().items():
+        if alias in body_text:
             header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
-    text = "\n".join(header + [line for _, line in body] + footer) + "\n"
+    text = "\n".join(header + [body_text] + footer) + "\n"
     return text, op_lines, p
 
 
