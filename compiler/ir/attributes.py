@@ -69,12 +69,26 @@ def hex_to_float(text: str, type_: Type) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
+def float_bits(value) -> bytes:
+    """A float's bit pattern: what tells `-0.0` from `0.0` (equal as Python floats) and makes a
+    NaN equal to itself, so float attributes compare as the constants they are."""
+    return struct.pack("<d", float(value))
+
+
 @dataclass(frozen=True)
 class FloatAttr(Attribute):
-    """A float with its type: `1.000000e+00 : f32`."""
+    """A float with its type: `1.000000e+00 : f32`. Equal when the bits are (`float_bits`):
+    CSE must not merge `-0.0` into `0.0`."""
 
     value: float
     type: Type
+
+    def __eq__(self, other) -> bool:
+        return type(other) is FloatAttr and self.type == other.type and \
+            float_bits(self.value) == float_bits(other.value)
+
+    def __hash__(self) -> int:
+        return hash((float_bits(self.value), self.type))
 
     def __str__(self) -> str:
         return f"{format_float(self.value, self.type)} : {self.type}"
@@ -131,10 +145,21 @@ class UnitAttr(Attribute):
 
 @dataclass(frozen=True)
 class DenseAttr(Attribute):
-    """A splat tensor constant: every element equals `value`. `dense<0.000000e+00>`."""
+    """A splat tensor constant: every element equals `value`. `dense<0.000000e+00>`. Float
+    splats are equal when their bits are (as `FloatAttr`)."""
 
     value: Any
     type: TensorType
+
+    def _key(self) -> tuple:
+        float_element = isinstance(self.type.element, FloatType)
+        return float_bits(self.value) if float_element else self.value, self.type
+
+    def __eq__(self, other) -> bool:
+        return type(other) is DenseAttr and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __str__(self) -> str:
         element = self.type.element
