@@ -160,6 +160,7 @@ class CompileState:
     ttir: Module | None = None
     ttgir: Module | None = None
     llir: str | None = None
+    llvm_module: object = None      # the llvmlite module `llir` was printed from, if kept
     ptx: str | None = None
     cubin: bytes | None = None
     metadata: KernelMetadata | None = None

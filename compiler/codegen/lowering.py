@@ -352,19 +352,25 @@ def check_llvm_ir(llvm_text: str, kernel: str) -> None:
                             f"(TILE_KERNEL_DUMP=1 writes it)", internal=True) from None
 
 
-#: Debug-info attachments (`, !dbg !7` after an instruction, ` !dbg !5` on a `define`) and the
+#: Debug-info attachments (` !dbg !7` after an instruction's `,` or on a `define`) and the
 #: named metadata that roots debug info (the compile unit, the module flags with its version).
-_DBG_ATTACHMENT = re.compile(r",? !dbg !\d+")
+_DBG_ATTACHMENT = re.compile(r" !dbg ![0-9]+")
 _DEBUG_ROOTS = ("!llvm.dbg.cu ", "!llvm.module.flags ")
 
 
 def without_debug_info(llvm_text: str) -> str:
     """The lowered module's text with its debug-info attachments and roots taken out (the
     metadata nodes stay, unreferenced): what LLVM parses without verifying debug info. Only our
-    own lowering's output, whose debug metadata is all of this shape, is given to it."""
-    lines = [line for line in _DBG_ATTACHMENT.sub("", llvm_text).splitlines()
-             if not line.startswith(_DEBUG_ROOTS)]
-    return "\n".join(lines) + "\n"
+    own lowering's output, whose debug metadata is all of this shape, is given to it. Written
+    with whole-text string operations (it runs on every kernel's unoptimized IR)."""
+    text = _DBG_ATTACHMENT.sub("", llvm_text.replace(", !dbg !", " !dbg !"))
+    for root in _DEBUG_ROOTS:
+        start = text.find("\n" + root)
+        while start >= 0:
+            end = text.find("\n", start + 1)
+            text = text[:start] + (text[end:] if end >= 0 else "\n")
+            start = text.find("\n" + root)
+    return text
 
 
 def _forbid_contraction(module: ir.Module) -> None:

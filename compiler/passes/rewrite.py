@@ -23,12 +23,21 @@ class RewritePattern:
 
     def matches(self, op_class: type[Operation]) -> bool:
         """Whether this pattern is tried on ops of `op_class` (a subclass of a root class, or
-        a class with a root trait)."""
+        a class with a root trait); worked out once per (roots, class)."""
         if not self.roots:
             return True
-        classes = tuple(r for r in self.roots if not issubclass(r, Trait))
-        traits = [r for r in self.roots if issubclass(r, Trait)]
-        return issubclass(op_class, classes) or any(op_class.class_has_trait(t) for t in traits)
+        key = (self.roots, op_class)
+        found = _MATCHES.get(key)
+        if found is None:
+            classes = tuple(r for r in self.roots if not issubclass(r, Trait))
+            traits = [r for r in self.roots if issubclass(r, Trait)]
+            found = _MATCHES[key] = issubclass(op_class, classes) or \
+                any(op_class.class_has_trait(t) for t in traits)
+        return found
+
+
+_MATCHES: dict[tuple, bool] = {}
+"""(roots, op class) -> whether a pattern with those roots is tried on ops of that class."""
 
 
 class Rewriter:
