@@ -183,7 +183,7 @@ def record_stage_text(state: CompileState, stage: str, module: Module) -> None:
     state.trace.stages[stage] = text
     for op in module.walk():
         position = op.loc.file_line_col()
-        if position is None or id(op) not in op_lines:
+        if position is None or op not in op_lines:
             continue
         lines = state.trace.python_to_ops.setdefault(str(position.line), {})
-        lines.setdefault(stage, []).append(op_lines[id(op)])
+        lines.setdefault(stage, []).append(op_lines[op])

@@ -348,7 +348,7 @@ def lower_local_load(ctx, op):
     base = ctx.get(buf)[0]
     users = op.results[0].users()
     if users and all(isinstance(u, tt.DotOp) for u in users):
-        ctx.shared_sources[id(op.results[0])] = base
+        ctx.shared_sources[op.results[0]] = base
         ctx.set(op.results[0], [])
         return
     if isinstance(t.encoding, ttg.DotOperandEncoding) and layouts.is_mma_family(t.encoding):

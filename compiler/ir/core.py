@@ -38,10 +38,7 @@ class Value:
 
     def users(self) -> list["Operation"]:
         """Ops that use this value, each once, in no particular order."""
-        seen: dict[int, Operation] = {}
-        for op, _ in self.uses:
-            seen[id(op)] = op
-        return list(seen.values())
+        return list(dict.fromkeys(op for op, _ in self.uses))
 
     def has_uses(self) -> bool:
         return bool(self.uses)

@@ -24,7 +24,7 @@ class Printer:
     """Holds the naming and alias state for printing one module."""
 
     def __init__(self):
-        self.names: dict[int, str] = {}
+        self.names: dict[Value, str] = {}    # value -> its name without the %
         self.used_names: set[str] = set()
         self.suffix_counter = 0
         self.next_number = 0
@@ -61,26 +61,26 @@ class Printer:
             hint = constant_name(op)
         name = self._unique(hint) if hint else self._number()
         if len(op.results) == 1:
-            self.names[id(op.results[0])] = name
+            self.names[op.results[0]] = name
         else:
             for r in op.results:
-                self.names[id(r)] = f"{name}#{r.index}"
+                self.names[r] = f"{name}#{r.index}"
 
     def name_block_args(self, block: Block) -> None:
         for arg in block.args:
             hint = arg.name_hint or arg.loc.name()
-            self.names[id(arg)] = self._unique(hint) if hint else self._number()
+            self.names[arg] = self._unique(hint) if hint else self._number()
 
     def value(self, v: Value) -> str:
         """`%name` of a value already named (an undefined value prints as `%<<UNKNOWN>>`)."""
-        return "%" + self.names.get(id(v), "<<UNKNOWN>>")
+        return "%" + self.names.get(v, "<<UNKNOWN>>")
 
     def values(self, vs) -> str:
         return ", ".join(self.value(v) for v in vs)
 
     def result_group(self, op: Operation) -> str:
         """What stands before `=`: `%x` or `%x:3` for multi-result ops."""
-        first = self.names[id(op.results[0])]
+        first = self.names[op.results[0]]
         if len(op.results) == 1:
             return "%" + first
         return "%" + first.split("#")[0] + f":{len(op.results)}"
@@ -102,11 +102,12 @@ class Printer:
         """A type's text (layouts by alias), computed once per type object per print: the
         cache holds the type itself, so its id cannot be reused while the printer lives.
         Types holding encodings (`print_with`) print them by alias."""
-        cached = self.type_texts.get(id(t))
+        key = id(t)
+        cached = self.type_texts.get(key)
         if cached is None:
             print_with = getattr(t, "print_with", None)
             text = print_with(self) if print_with is not None else str(t)
-            cached = self.type_texts[id(t)] = (t, text)
+            cached = self.type_texts[key] = (t, text)
         return cached[1]
 
     def types(self, ts) -> str:
@@ -185,7 +186,7 @@ class Printer:
         self.lines = []
         for i, block in enumerate(region.blocks):
             if i == 0 and not print_entry_args:
-                if block.args and not all(id(a) in self.names for a in block.args):
+                if block.args and not all(a in self.names for a in block.args):
                     self.name_block_args(block)
             else:
                 self.name_block_args(block)
@@ -254,7 +255,7 @@ def print_module(module: Module, context: Context | None = None,
 
 def print_module_with_lines(module: Module, context: Context | None = None,
                             shape: list | None = None) -> tuple[str, dict]:
-    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
+    """The module's text and, for every op in it, its 1-based line: `{op: line}`.
     `context` (the default when None) gives the fixed aliases the text may need."""
     text, op_lines, _ = print_module_with_printer(module, context, shape)
     return text, op_lines
@@ -299,7 +300,7 @@ def _print(module: Module, ctx: Context) -> tuple[str, dict, "Printer"]:
         if alias in body_text:
             header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
-    op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
+    op_lines = {op: len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [body_text] + footer) + "\n"
     return text, op_lines, p
 
@@ -321,15 +322,13 @@ def print_op_standalone(op: Operation) -> str:
 
 
 def _name_free_values(p: Printer, op: Operation) -> None:
-    defined: set[int] = set()
+    defined: set[Value] = set()
     for nested in op.walk():
-        for r in nested.results:
-            defined.add(id(r))
+        defined.update(nested.results)
         for region in nested.regions:
             for block in region.blocks:
-                for a in block.args:
-                    defined.add(id(a))
+                defined.update(block.args)
     for nested in op.walk():
         for v in nested.operands:
-            if id(v) not in defined and id(v) not in p.names:
-                p.names[id(v)] = p._unique(v.name_hint or "arg")
+            if v not in defined and v not in p.names:
+                p.names[v] = p._unique(v.name_hint or "arg")

@@ -36,22 +36,23 @@ def ir_structure(module: Module) -> tuple[str, dict]:
 
     def add(value, line: int, op_name: str) -> int:
         type_ = value.type
-        known = typed.get(id(type_))
+        key = id(type_)
+        known = typed.get(key)
         if known is None:
             encoding = getattr(type_, "encoding", None)
-            known = typed[id(type_)] = (type_, printer.type(type_), "" if encoding is None
+            known = typed[key] = (type_, printer.type(type_), "" if encoding is None
                                         else printer.layout(encoding))
-        number = index[id(value)] = len(values)
-        values.append(["%" + names.get(id(value), "<<UNKNOWN>>"), known[1], known[2], line,
+        number = index[value] = len(values)
+        values.append(["%" + names.get(value, "<<UNKNOWN>>"), known[1], known[2], line,
                        op_name])
         return number
 
     def visit(block_ops: list) -> None:
         last = block_ops[-1] if block_ops else None
         for op in block_ops:
-            line = op_lines.get(id(op), 0)
+            line = op_lines.get(op, 0)
             name = op.name
-            used = [index.get(id(v)) for v in op.operands]
+            used = [index.get(v) for v in op.operands]
             record = [name, line, [u for u in used if u is not None] if None in used else used,
                       [add(r, line, name) for r in op.results], op is last]
             ops.append(record)

@@ -70,7 +70,7 @@ class Rewriter:
         may have become dead."""
         operands = [v.owner_op for v in op.operands]
         for nested in op.walk():
-            self.worklist.erased.add(id(nested))
+            self.worklist.erased.add(nested)
         op.erase()
         for producer in operands:
             if producer is not None:
@@ -87,13 +87,13 @@ class Worklist:
 
     def __init__(self):
         self.items: list[Operation] = []
-        self.members: set[int] = set()
-        self.erased: set[int] = set()
+        self.members: set[Operation] = set()
+        self.erased: set[Operation] = set()     # kept alive here, so never mistaken for new
 
     def push(self, op: Operation) -> None:
         """Queue `op` unless it is queued already or detached."""
-        if id(op) not in self.members and op.parent is not None:
-            self.members.add(id(op))
+        if op not in self.members and op.parent is not None:
+            self.members.add(op)
             self.items.append(op)
 
     def push_tree(self, op: Operation) -> None:
@@ -105,8 +105,8 @@ class Worklist:
         """The next live op to visit, or None when the worklist is empty."""
         while self.items:
             op = self.items.pop()
-            self.members.discard(id(op))
-            if id(op) not in self.erased and op.parent is not None:
+            self.members.discard(op)
+            if op not in self.erased and op.parent is not None:
                 return op
         return None
 
