@@ -143,8 +143,8 @@ def _seconds_from_env(name: str, text: str) -> float | None:
 
 
 def backend_for(arch: int | None = None):
-    """The backend object for `arch` (default: the backend's default architecture, so an
-    option set without `arch` compiles for it whatever GPU is present)."""
+    """The backend object for `arch` (default: the backend's default architecture; `compile()`
+    names the present GPU's architecture itself when the caller named none)."""
     from compiler.codegen.backend import GPUTarget, get_backend
     return get_backend(BACKEND, GPUTarget(BACKEND, DEFAULT_ARCH if arch is None else arch, 32))
 
