@@ -257,9 +257,11 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
 
 
 def _function_source(fn) -> str:
-    import inspect
+    """The kernel's source text for the trace ('' when it cannot be read), as the front end
+    reads it (and from the same cache)."""
+    from compiler.frontend.source import read_source_lines
     try:
-        return inspect.getsource(fn)
+        return "".join(read_source_lines(fn)[0])
     except (OSError, TypeError):
         return ""
 
