@@ -8,6 +8,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .immutable import hash_once
 from .types import FloatType, IntegerType, TensorType, Type
 
 
@@ -15,6 +16,7 @@ class Attribute:
     """Base class of all attributes."""
 
 
+@hash_once
 @dataclass(frozen=True)
 class IntegerAttr(Attribute):
     """An integer with its type: `16 : i32`."""
@@ -75,6 +77,7 @@ def float_bits(value) -> bytes:
     return struct.pack("<d", float(value))
 
 
+@hash_once
 @dataclass(frozen=True)
 class FloatAttr(Attribute):
     """A float with its type: `1.000000e+00 : f32`. Equal when the bits are (`float_bits`):
@@ -94,6 +97,7 @@ class FloatAttr(Attribute):
         return f"{format_float(self.value, self.type)} : {self.type}"
 
 
+@hash_once
 @dataclass(frozen=True)
 class StringAttr(Attribute):
     """A quoted string."""
@@ -125,6 +129,7 @@ def escape_string(text: str) -> str:
     return "".join(out)
 
 
+@hash_once
 @dataclass(frozen=True)
 class BoolAttr(Attribute):
     """`true` / `false`."""
@@ -143,6 +148,7 @@ class UnitAttr(Attribute):
         return "unit"
 
 
+@hash_once
 @dataclass(frozen=True)
 class DenseAttr(Attribute):
     """A splat tensor constant: every element equals `value`. `dense<0.000000e+00>`. Float
@@ -172,6 +178,7 @@ class DenseAttr(Attribute):
         return f"dense<{v}>"
 
 
+@hash_once
 @dataclass(frozen=True)
 class ArrayAttr(Attribute):
     """A list of attributes: `[a, b]`."""
@@ -182,6 +189,7 @@ class ArrayAttr(Attribute):
         return "[" + ", ".join(map(str, self.values)) + "]"
 
 
+@hash_once
 @dataclass(frozen=True)
 class DenseArrayAttr(Attribute):
     """`array<i32: 1, 0>`: a list of plain integers."""
@@ -195,6 +203,7 @@ class DenseArrayAttr(Attribute):
         return f"array<{self.element}: " + ", ".join(map(str, self.values)) + ">"
 
 
+@hash_once
 @dataclass(frozen=True)
 class TypeAttr(Attribute):
     """A type used as an attribute (e.g. a function's type)."""
@@ -205,6 +214,7 @@ class TypeAttr(Attribute):
         return str(self.type)
 
 
+@hash_once
 @dataclass(frozen=True)
 class SymbolRefAttr(Attribute):
     """A reference to a symbol (function) by name: `@name`."""

@@ -34,7 +34,7 @@ class Printer:
         self.loc_order: list[Location] = []
         self.lines: list[tuple] = []         # (op or None, text with region marks)
         self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
-        self.type_texts: dict[int, tuple] = {}   # id(type) -> (type, text)
+        self.type_texts: dict[Type, str] = {}
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -99,16 +99,14 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
-        """A type's text (layouts by alias), computed once per type object per print: the
-        cache holds the type itself, so its id cannot be reused while the printer lives.
-        Types holding encodings (`print_with`) print them by alias."""
-        key = id(t)
-        cached = self.type_texts.get(key)
-        if cached is None:
+        """A type's text (layouts by alias), computed once per print for equal types (they
+        print alike; types hash once, `compiler.ir.immutable`). Types holding encodings
+        (`print_with`) print them by alias."""
+        text = self.type_texts.get(t)
+        if text is None:
             print_with = getattr(t, "print_with", None)
-            text = print_with(self) if print_with is not None else str(t)
-            cached = self.type_texts[key] = (t, text)
-        return cached[1]
+            text = self.type_texts[t] = print_with(self) if print_with is not None else str(t)
+        return text
 
     def types(self, ts) -> str:
         return ", ".join(self.type(t) for t in ts)

@@ -32,18 +32,17 @@ def ir_structure(module: Module) -> tuple[str, dict]:
     index: dict = {}
     values: list = []
     ops: list = []
-    typed: dict = {}     # id(type) -> (type, text, layout alias); holding the type keeps its id
+    typed: dict = {}     # type -> (text, layout alias)
 
     def add(value, line: int, op_name: str) -> int:
         type_ = value.type
-        key = id(type_)
-        known = typed.get(key)
+        known = typed.get(type_)
         if known is None:
             encoding = getattr(type_, "encoding", None)
-            known = typed[key] = (type_, printer.type(type_), "" if encoding is None
-                                        else printer.layout(encoding))
+            known = typed[type_] = (printer.type(type_), "" if encoding is None
+                                    else printer.layout(encoding))
         number = index[value] = len(values)
-        values.append(["%" + names.get(value, "<<UNKNOWN>>"), known[1], known[2], line,
+        values.append(["%" + names.get(value, "<<UNKNOWN>>"), known[0], known[1], line,
                        op_name])
         return number
 
