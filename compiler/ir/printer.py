@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import weakref
+from functools import lru_cache
 
-from .attributes import Attribute, DenseAttr, IntegerAttr, StringAttr
+from .attributes import Attribute, DenseAttr, IntegerAttr, escape_string
 from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
 from .shape import module_shape
@@ -140,24 +141,25 @@ class Printer:
         return f"loc({self._loc_alias(location)})"
 
     def _loc_alias(self, location: Location) -> str:
-        if location not in self.loc_aliases:
+        alias = self.loc_aliases.get(location)
+        if alias is None:
             if isinstance(location, NameLoc):
                 self._loc_alias(location.child)
             elif isinstance(location, CallSiteLoc):
                 self._loc_alias(location.callee)
                 self._loc_alias(location.caller)
             n = len(self.loc_order)
-            self.loc_aliases[location] = "#loc" + (str(n) if n else "")
+            alias = self.loc_aliases[location] = "#loc" + (str(n) if n else "")
             self.loc_order.append(location)
-        return self.loc_aliases[location]
+        return alias
 
     def loc_definition(self, location: Location) -> str:
         if isinstance(location, UnknownLoc):
             body = "unknown"
         elif isinstance(location, FileLineCol):
-            body = f'{StringAttr(location.file)}:{location.line}:{location.col}'
+            body = f'"{escape_string(location.file)}":{location.line}:{location.col}'
         elif isinstance(location, NameLoc):
-            body = f'{StringAttr(location.label)}({self.loc_aliases[location.child]})'
+            body = f'"{escape_string(location.label)}"({self.loc_aliases[location.child]})'
         elif isinstance(location, CallSiteLoc):
             body = (f"callsite({self.loc_aliases[location.callee]} at "
                     f"{self.loc_aliases[location.caller]})")
@@ -212,6 +214,7 @@ _REGION_MARK = "\x00R{}\x00"
 _REGION_MARK_RE = re.compile("\x00R(\\d+)\x00")
 
 
+@lru_cache(maxsize=4096)
 def attr_key(key: str) -> str:
     """Attribute names with dots or dashes are quoted as MLIR does for non-identifiers."""
     if all(c.isalnum() or c in "_." for c in key) and not key[0].isdigit():
