@@ -303,6 +303,7 @@ def _print(module: Module, ctx: Context) -> tuple[str, dict, "Printer"]:
     footer = [p.loc_definition(loc) for loc in p.loc_order]
     op_lines = {op: len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
     text = "\n".join(header + [body_text] + footer) + "\n"
+    p.lines, p.region_bodies = [], []     # the text is made; the printer is kept for its names
     return text, op_lines, p
 
 
