@@ -202,7 +202,8 @@ class Operation:
         """Whether this op's class declares `trait` (or a trait that refines it)."""
         if trait in self._trait_set:
             return True
-        _check_trait(trait)
+        if trait not in _CHECKED_TRAITS:
+            _check_trait(trait)
         return False
 
     @classmethod
@@ -210,7 +211,8 @@ class Operation:
         """Whether ops of this class have `trait` (asked of the class, before any op exists)."""
         if trait in cls._trait_set:
             return True
-        _check_trait(trait)
+        if trait not in _CHECKED_TRAITS:
+            _check_trait(trait)
         return False
 
     @classmethod
@@ -317,9 +319,14 @@ def _walk(root: "Operation | None", children: Iterator[Operation], order: str) \
 
 
 def _check_trait(trait) -> None:
-    """Refuse a trait given as anything but a Trait class (a name string would always say no)."""
+    """Refuse a trait given as anything but a Trait class (a name string would always say no);
+    a class that passed is remembered in `_CHECKED_TRAITS`."""
     if not (isinstance(trait, type) and issubclass(trait, Trait)):
         raise TypeError(f"has_trait takes a trait class from compiler.ir.traits, got {trait!r}")
+    _CHECKED_TRAITS.add(trait)
+
+
+_CHECKED_TRAITS: set = set()
 
 
 class Block:
