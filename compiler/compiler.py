@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.dialects.tt import FuncOp
-from compiler.codegen.backend import GPUTarget
+from compiler.codegen.backend import GPUTarget, OptionError
 from compiler.frontend import errors  # noqa: F401  (`triton.compiler.errors`)
 from compiler.ir.core import Module
 from compiler.ir.parser import parse_module
@@ -144,9 +144,15 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
     """Compile `src` through every stage (up to `stop_after`): an ASTSource, a path to a
     .ttir/.ttgir file, or a parsed ttir/ttgir `Module` (ttgir when it has ttg.num-warps).
     Triton's spelling `compile(src, target=GPUTarget("cuda", 90, 32), options={...})` works too:
-    a target (also as the second positional argument) sets the architecture."""
+    a target (also as the second positional argument) sets the architecture. Without a target
+    or an `arch` option, the architecture is the active driver's current target, as in Triton:
+    the present GPU's compute capability, or sm_90 (what the interpreter simulates) without
+    one. A `CompileOptions` object is taken as it is."""
     if isinstance(options, GPUTarget):       # Triton's positional order: compile(src, target)
         options, target = None, options
+    if target is None and not isinstance(options, CompileOptions) and \
+            "arch" not in (options or {}):
+        target = current_target()
     if target is not None:
         options = _with_target(options, target)
     if isinstance(options, CompileOptions):
@@ -172,6 +178,20 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         from compiler.dump import dump_trace_or_warn
         dump_trace_or_warn(kernel.trace, Path(opts.dump_dir) / kernel.name)
     return kernel
+
+
+def current_target() -> GPUTarget:
+    """The target a compile without one is for: the active driver's (`runtime.active_driver`;
+    the present GPU's compute capability, else sm_90). A GPU this backend generates no code
+    for is an error that says so and how to compile for another architecture."""
+    from compiler.codegen.nvidia_options import KNOWN_ARCHS
+    from compiler.runtime import active_driver
+    target = active_driver.active().get_current_target()
+    if int(target.arch) not in KNOWN_ARCHS:
+        raise OptionError(f"the GPU present is sm_{target.arch}, for which this compiler "
+                          f"generates no code (known: {', '.join(map(str, KNOWN_ARCHS))}); "
+                          f"pass arch=... (e.g. arch=90) to compile for another architecture")
+    return target
 
 
 def _with_target(options, target: GPUTarget):
@@ -257,13 +277,11 @@ def _parameter_names(fn) -> list:
 
 
 def _function_source(fn) -> str:
-    """The kernel's source text: what `_unsafe_update_src` gave it, else its file's text."""
-    import inspect
-    updated = getattr(fn, "_updated_src", None)
-    if updated is not None:
-        return updated
+    """The kernel's source text for the trace ('' when it cannot be read), as the front end
+    reads it (and from the same cache)."""
+    from compiler.frontend.source import read_source_lines
     try:
-        return inspect.getsource(getattr(fn, "fn", fn))
+        return "".join(read_source_lines(fn)[0])
     except (OSError, TypeError):
         return ""
 

@@ -143,8 +143,8 @@ def _seconds_from_env(name: str, text: str) -> float | None:
 
 
 def backend_for(arch: int | None = None):
-    """The backend object for `arch` (default: the backend's default architecture, so an
-    option set without `arch` compiles for it whatever GPU is present)."""
+    """The backend object for `arch` (default: the backend's default architecture; `compile()`
+    names the present GPU's architecture itself when the caller named none)."""
     from compiler.codegen.backend import GPUTarget, get_backend
     return get_backend(BACKEND, GPUTarget(BACKEND, DEFAULT_ARCH if arch is None else arch, 32))
 
@@ -160,6 +160,7 @@ class CompileState:
     ttir: Module | None = None
     ttgir: Module | None = None
     llir: str | None = None
+    llvm_module: object = None      # the llvmlite module `llir` was printed from, if kept
     ptx: str | None = None
     cubin: bytes | None = None
     metadata: KernelMetadata | None = None
@@ -182,7 +183,7 @@ def record_stage_text(state: CompileState, stage: str, module: Module) -> None:
     state.trace.stages[stage] = text
     for op in module.walk():
         position = op.loc.file_line_col()
-        if position is None or id(op) not in op_lines:
+        if position is None or op not in op_lines:
             continue
         lines = state.trace.python_to_ops.setdefault(str(position.line), {})
-        lines.setdefault(stage, []).append(op_lines[id(op)])
+        lines.setdefault(stage, []).append(op_lines[op])

@@ -157,10 +157,16 @@ def equal_value_registers(layout, shape: tuple, constancy: tuple) -> tuple | Non
 
 def thread_elements(layout, shape: tuple, warp: int, lane: int) -> list:
     """The coordinates each register of thread (warp, lane) holds, in register order: read
-    from the layout's linear layout, for every distributed layout alike."""
-    ll = _linear(layout, tuple(shape))
-    return [ll.apply_tuple(register=r, lane=lane, warp=warp)
-            for r in range(ll.in_dim_size("register"))]
+    from the layout's linear layout, for every distributed layout alike (worked out once per
+    layout, shape and thread: the lowering asks for the same ones op after op)."""
+    return list(_thread_elements(layout, tuple(shape), warp, lane))
+
+
+@lru_cache(maxsize=4096)
+def _thread_elements(layout, shape: tuple, warp: int, lane: int) -> tuple:
+    ll = _linear(layout, shape)
+    return tuple(ll.apply_tuple(register=r, lane=lane, warp=warp)
+                 for r in range(ll.in_dim_size("register")))
 
 
 def num_warps_of(layout) -> int:

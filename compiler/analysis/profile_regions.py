@@ -149,7 +149,7 @@ def region_flow(enter: Operation) -> tuple:
 
 
 def region_table(module: Module, lines: dict | None = None) -> list:
-    """The module's regions by id (see the module doc). `lines`: {id(op): ttgir line} of the
+    """The module's regions by id (see the module doc). `lines`: {op: ttgir line} of the
     module's printed text (`print_module_with_lines`); computed when not given."""
     if lines is None:
         from compiler.ir.printer import print_module_with_lines
@@ -162,12 +162,12 @@ def region_table(module: Module, lines: dict | None = None) -> list:
             kind = enter.attributes.get("kind")
             region = regions[enter.region] = Region(
                 enter.region, enter.label, kind.value if kind is not None else "scope",
-                lines.get(id(enter), 0))
-        region.exit_line = lines.get(id(exit_op), 0)
+                lines.get(enter, 0))
+        region.exit_line = lines.get(exit_op, 0)
         for op in covered:
             if isinstance(op, ProfileRecordOp):
                 continue
-            line = lines.get(id(op))
+            line = lines.get(op)
             if line is not None and line not in region.ttgir_lines:
                 region.ttgir_lines.append(line)
             where = op.loc.file_line_col()

@@ -9,7 +9,7 @@ from compiler.ir.printer import print_module_with_lines
 
 
 def op_lines(module: Module) -> tuple:
-    """(text, {id(op): 1-based line}) for the module printed once; the printer reports where
+    """(text, {op: 1-based line}) for the module printed once; the printer reports where
     each op starts."""
     return print_module_with_lines(module)
 

@@ -365,13 +365,13 @@ def lower_local_load(ctx, op):
     only_dots = bool(users) and all(isinstance(u, tt.DotOp) for u in users)
     if tensor_core_layout(t.encoding) and matrix_mode(buf.type.encoding, t) is not None:
         if only_dots and layouts.is_mma_family(t.encoding):
-            ctx.shared_sources[id(op.results[0])] = base
+            ctx.shared_sources[op.results[0]] = base
             ctx.set(op.results[0], [])
         else:
             ctx.set(op.results[0], load_matrices(ctx, base, buf.type.encoding, t))
         return
     if only_dots and not layouts.is_mma_family(t.encoding):
-        ctx.shared_sources[id(op.results[0])] = base
+        ctx.shared_sources[op.results[0]] = base
         ctx.set(op.results[0], [])
         return
     ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))

@@ -29,8 +29,8 @@ def _widen(b, value, ty):
 def _to_shared(ctx, value, offset_bytes: int):
     """A row-major shared copy of a tensor: the buffer a `ttg.local_load` read it from, or its
     registers written into the scratch area at `offset_bytes`."""
-    if id(value) in ctx.shared_sources:
-        return ctx.shared_sources[id(value)]
+    if value in ctx.shared_sources:
+        return ctx.shared_sources[value]
     t: TensorType = value.type
     base = ctx.scratch(t.numel * byte_width(t), offset_bytes)
     write_row_major(ctx, base, t, ctx.get(value))

@@ -35,7 +35,7 @@ class _Operand:
         self.reps = layouts.mma_repetitions(value.type.encoding, tuple(value.type.shape))
         self.per_tile = 8 if value.type.encoding.op_idx == 0 else 4
         producer = value.owner_op
-        self.base = ctx.shared_sources.get(id(value))
+        self.base = ctx.shared_sources.get(value)
         if self.base is not None:
             self.shared_layout = producer.operands[0].type.encoding
             self.registers = None

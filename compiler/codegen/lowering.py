@@ -102,7 +102,7 @@ class LoweringContext:
         self.debug = debug
         self.lines = lines
         self.axis = axis
-        self.values: dict[int, list] = {}
+        self.values: dict[Value, list] = {}
         entry = func.append_basic_block("entry")
         body = func.append_basic_block("body")
         self.prologue = ir.IRBuilder(entry)
@@ -114,17 +114,17 @@ class LoweringContext:
         self.shared_bytes = 0
         self._smem = None
         self.smem_align = 16            # the most any planned buffer needs
-        self.local_offsets: dict[int, int] = {}
-        self.shared_sources: dict[int, object] = {}   # value -> row-major shared buffer holding it
+        self.local_offsets: dict[Operation, int] = {}
+        self.shared_sources: dict[Value, object] = {}   # value -> row-major shared buffer holding it
         self.scratch_base = 0
-        self.planned_scratch: dict[int, tuple] = {}   # op -> (offset, bytes) planned for it
+        self.planned_scratch: dict[Operation, tuple] = {}   # op -> (offset, bytes) planned for it
         self.current_op: Operation | None = None
 
     # ---- values ----------------------------------------------------------------------------
     def get(self, value: Value) -> list:
         """The LLVM values (one per register) of an IR value."""
         try:
-            return self.values[id(value)]
+            return self.values[value]
         except KeyError:
             raise LoweringError(f"value {value!r} used before it was lowered") from None
 
@@ -132,7 +132,7 @@ class LoweringContext:
         """Record the LLVM values of an IR value (a list, or one value for a scalar)."""
         if not isinstance(llvm_values, list):
             llvm_values = [llvm_values]
-        self.values[id(value)] = llvm_values
+        self.values[value] = llvm_values
 
     # ---- shared memory ---------------------------------------------------------------------
     def shared_base(self):
@@ -155,21 +155,21 @@ class LoweringContext:
         self.smem_align = max([16] + [buf.align for buf in buffers])
         for buf in buffers:
             if buf.kind == "explicit":
-                self.local_offsets[id(buf.op)] = buf.offset
+                self.local_offsets[buf.op] = buf.offset
             else:
-                self.planned_scratch[id(buf.op)] = (buf.offset, buf.size)
+                self.planned_scratch[buf.op] = (buf.offset, buf.size)
         self.scratch_base = total
         self.shared_bytes = total
 
     def local_buffer(self, op: Operation):
         """The shared-memory pointer of a `ttg.local_alloc` buffer."""
-        return self._shared_at(self.local_offsets[id(op)])
+        return self._shared_at(self.local_offsets[op])
 
     def scratch(self, nbytes: int, offset: int = 0):
         """A pointer `offset` bytes into the current op's scratch area, reserving `offset +
         nbytes` bytes of it: its planned place when the plan has room, else the area after all
         planned buffers. Users fence the area with barriers."""
-        planned = self.planned_scratch.get(id(self.current_op))
+        planned = self.planned_scratch.get(self.current_op)
         if planned is not None and offset + nbytes <= planned[1]:
             return self._shared_at(planned[0] + offset)
         start = self.scratch_base + offset
@@ -188,10 +188,10 @@ class LoweringContext:
         fn = lowering_for(type(op))
         if fn is None:
             raise LoweringError(f"no lowering for {op.name} (ttgir line "
-                                f"{self.lines.get(id(op), '?')})")
+                                f"{self.lines.get(op, '?')})")
         saved = (self.current_op, self.builder.debug_metadata, self.prologue.debug_metadata)
         self.current_op = op
-        line = self.lines.get(id(op))
+        line = self.lines.get(op)
         if line is not None:
             loc = self.debug.location(line)
             self.builder.debug_metadata = loc
@@ -215,7 +215,7 @@ class LoweringContext:
 
     def site(self, op: Operation):
         """Where `op` is (Python position or ttgir line) and its layouts, for errors."""
-        return op_site(op, self.ttgir_file, self.lines.get(id(op)), self.ttgir_text)
+        return op_site(op, self.ttgir_file, self.lines.get(op), self.ttgir_text)
 
     def check_layouts(self, op: Operation) -> None:
         """A `LoweringError` when an operand or result layout breaks what the lowering assumes
@@ -296,7 +296,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), name=name)
     fn.calling_convention = "ptx_kernel"
     fn.attributes.add("nounwind")
-    debug = DebugInfo(module, ttgir_file, name, lines.get(id(func_op), 1))
+    debug = DebugInfo(module, ttgir_file, name, lines.get(func_op, 1))
     fn.set_metadata("dbg", debug.subprogram)
 
     ctx = LoweringContext(module, fn, num_warps, debug, lines, vw.analyze(func_op),
@@ -330,8 +330,8 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     op_python = {}
     for op in ttgir_module.walk():
         flc = python_location(op)
-        if flc is not None and id(op) in lines:
-            op_python[lines[id(op)]] = f"{flc.file}:{flc.line}:{flc.col}"
+        if flc is not None and op in lines:
+            op_python[lines[op]] = f"{flc.file}:{flc.line}:{flc.col}"
     return LoweredKernel(name=name, llvm_ir=llvm_text, num_warps=num_warps,
                          shared_bytes=ctx.shared_bytes, threads_per_warp=metadata.threads_per_warp,
                          arg_kinds=[_arg_kind(a.type) for a in func_op.body.args],
@@ -357,19 +357,25 @@ def check_llvm_ir(llvm_text: str, kernel: str) -> None:
                             f"(TILE_KERNEL_DUMP=1 writes it)", internal=True) from None
 
 
-#: Debug-info attachments (`, !dbg !7` after an instruction, ` !dbg !5` on a `define`) and the
+#: Debug-info attachments (` !dbg !7` after an instruction's `,` or on a `define`) and the
 #: named metadata that roots debug info (the compile unit, the module flags with its version).
-_DBG_ATTACHMENT = re.compile(r",? !dbg !\d+")
+_DBG_ATTACHMENT = re.compile(r" !dbg ![0-9]+")
 _DEBUG_ROOTS = ("!llvm.dbg.cu ", "!llvm.module.flags ")
 
 
 def without_debug_info(llvm_text: str) -> str:
     """The lowered module's text with its debug-info attachments and roots taken out (the
     metadata nodes stay, unreferenced): what LLVM parses without verifying debug info. Only our
-    own lowering's output, whose debug metadata is all of this shape, is given to it."""
-    lines = [line for line in _DBG_ATTACHMENT.sub("", llvm_text).splitlines()
-             if not line.startswith(_DEBUG_ROOTS)]
-    return "\n".join(lines) + "\n"
+    own lowering's output, whose debug metadata is all of this shape, is given to it. Written
+    with whole-text string operations (it runs on every kernel's unoptimized IR)."""
+    text = _DBG_ATTACHMENT.sub("", llvm_text.replace(", !dbg !", " !dbg !"))
+    for root in _DEBUG_ROOTS:
+        start = text.find("\n" + root)
+        while start >= 0:
+            end = text.find("\n", start + 1)
+            text = text[:start] + (text[end:] if end >= 0 else "\n")
+            start = text.find("\n" + root)
+    return text
 
 
 def _forbid_contraction(module: ir.Module) -> None:

@@ -3,8 +3,9 @@
 It parses NVIDIA's compile options (the compute capability as `arch`, e.g. 90 for sm_90; PTX
 version; register cap; dot precision) and lists the stages in order (ttir -> ttgir -> llir ->
 ptx -> cubin -> sass, defined in `nvidia_stages`). The target's capability comes from an
-explicit request, else sm_90. Loading a cubin onto a device is the runtime driver's
-(`compiler.runtime.driver.load_kernel`).
+explicit request, else sm_90; the backend queries no device: `compiler.compile` asks the active
+driver for the present GPU's capability when the caller names none. Loading a cubin onto a
+device is the runtime driver's (`compiler.runtime.driver.load_kernel`).
 """
 from __future__ import annotations
 

@@ -93,6 +93,7 @@ def stage_llir(state: CompileState) -> None:
         state.trace.ttgir_op_python = {str(k): v for k, v in lowered.op_python.items()}
         state.trace.stage_inputs["llir"] = lowered.ttgir
         text = unit.text
+        state.llvm_module = unit.parsed_module()
     state.llir = text
     state.trace.stages["llir"] = text
 
@@ -116,8 +117,9 @@ def stage_ptx(state: CompileState) -> None:
     from compiler.codegen.ptx import llvm_to_ptx
     text = override_text(state, "ptx")
     options = state.options
+    kept, state.llvm_module = state.llvm_module, None     # emitting changes it: use it once
     state.ptx = text if text is not None else llvm_to_ptx(state.llir, ptx_arch(state),
-                                                          options.ptx_features)
+                                                          options.ptx_features, kept)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
 

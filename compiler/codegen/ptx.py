@@ -10,11 +10,15 @@ from .target import target_machine
 _TARGET_DEBUG = re.compile(r"^(\.target\s+[^\n,]+),\s*debug\s*$", re.MULTILINE)
 
 
-def llvm_to_ptx(llvm_text: str, arch: str = "sm_90", features: str = "+ptx80") -> str:
+def llvm_to_ptx(llvm_text: str, arch: str = "sm_90", features: str = "+ptx80",
+                module: llvm.ModuleRef | None = None) -> str:
     """Compile LLVM IR text to PTX text; the `debug` flag is dropped from `.target` (the `.loc`
-    line info stays) so ptxas does not build a debug (-G like) binary."""
-    module = llvm.parse_assembly(llvm_text)
-    module.verify()
+    line info stays) so ptxas does not build a debug (-G like) binary. `module`, when given,
+    is the verified llvmlite module `llvm_text` was printed from: it is emitted instead of a
+    parse of the text (the same PTX, one parse less); emitting changes it, so it is used once."""
+    if module is None:
+        module = llvm.parse_assembly(llvm_text)
+        module.verify()
     ptx = target_machine(arch, features).emit_assembly(module)
     return _TARGET_DEBUG.sub(r"\1", ptx)
 

@@ -8,6 +8,7 @@ from compiler.ir.accessors import attr, block, operand, optional_operand, variad
 from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
                                    TypeAttr, symbol_text)
 from compiler.ir.core import Block, Operation, register_op
+from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
                                 Syntax, Terminator)
@@ -27,6 +28,7 @@ TT = dialect("tt")
 
 
 # ---- types -------------------------------------------------------------------------------------
+@hash_once
 @dataclass(frozen=True)
 class PointerType(Type):
     """`!tt.ptr<T>`: a pointer to global memory (address space 1) unless told otherwise."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir.accessors import attr, operand, optional_operand
+from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
 from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
@@ -30,6 +31,7 @@ def _ints(values) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
+@hash_once
 @dataclass(frozen=True)
 class BlockedEncoding:
     """Each thread holds `sizePerThread` contiguous elements; `threadsPerWarp` lanes and
@@ -56,6 +58,7 @@ class BlockedEncoding:
                 f"order = {_ints(self.order)}}}>")
 
 
+@hash_once
 @dataclass(frozen=True)
 class SliceEncoding:
     """The layout of a tensor made by removing dim `dim` from a tensor in layout `parent`
@@ -80,6 +83,7 @@ class SliceEncoding:
         return f"#ttg.slice<{{dim = {self.dim}, parent = {printer.layout(self.parent)}}}>"
 
 
+@hash_once
 @dataclass(frozen=True)
 class NvidiaMmaEncoding:
     """The accumulator layout of tensor-core instructions (`mma.sync` v2, `wgmma` v3)."""
@@ -100,6 +104,7 @@ class NvidiaMmaEncoding:
                 f"{_ints(self.instr_shape)}}}>")
 
 
+@hash_once
 @dataclass(frozen=True)
 class DotOperandEncoding:
     """The layout of operand `op_idx` (0 = A, 1 = B) of a dot whose result has layout `parent`."""
@@ -128,6 +133,7 @@ class DotOperandEncoding:
         return self._text(printer.layout(self.parent))
 
 
+@hash_once
 @dataclass(frozen=True)
 class SwizzledSharedEncoding:
     """A shared-memory layout: rows of `order[0]`-contiguous elements, XOR-swizzled in groups of
@@ -155,6 +161,7 @@ DISTRIBUTED = (BlockedEncoding, SliceEncoding, NvidiaMmaEncoding, DotOperandEnco
 SHARED_MEMORY_ALIAS = "#smem"
 
 
+@hash_once
 @dataclass(frozen=True)
 class MemDescType(Type):
     """`!ttg.memdesc<AxBxT, #shared, #smem[, mutable]>`: a buffer in shared memory."""
@@ -465,6 +472,7 @@ def _bases_text(bases) -> str:
     return "[" + ", ".join(_ints(b) for b in bases) + "]"
 
 
+@hash_once
 @dataclass(frozen=True)
 class LinearEncoding:
     """A distributed layout given directly as linear-layout bases: for each bit of the register,
@@ -521,6 +529,7 @@ def _parse_linear(ps):
                           fields.get("warp", ()), fields.get("block", ()))
 
 
+@hash_once
 @dataclass(frozen=True)
 class NVMMASharedEncoding:
     """Hopper's shared layout for wgmma / TMA operands: rows of `swizzlingByteWidth` bytes

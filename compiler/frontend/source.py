@@ -7,8 +7,10 @@ import ast
 import builtins
 import hashlib
 import inspect
+import os
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass, field
 
 from compiler.ir.location import FileLineCol
@@ -90,8 +92,7 @@ def read_source_lines(obj) -> tuple[list, int, str]:
         return updated.splitlines(keepends=True), getattr(obj, "line", 1), \
             getattr(obj, "file", fn.__code__.co_filename)
     try:
-        lines, first_line = inspect.getsourcelines(fn)
-        return lines, first_line, inspect.getsourcefile(fn) or fn.__code__.co_filename
+        return _file_source(fn)
     except (OSError, TypeError) as exc:
         found = exec_source(fn)
         if found is not None:
@@ -99,6 +100,32 @@ def read_source_lines(obj) -> tuple[list, int, str]:
         raise TypeError(f"cannot read the source of {getattr(fn, '__name__', fn)!r} ({exc}); "
                         "kernels and @jit functions must be defined in a source file or by "
                         "exec of a source string") from None
+
+
+#: code object -> ((mtime, size) of its file, (lines, first line, file)): the sources read from
+#: files, reused while the file is unchanged (a compile reads a kernel's source more than once,
+#: an autotuner once per config, and each read tokenizes the file's text).
+_FILE_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _file_source(fn) -> tuple[list, int, str]:
+    """`inspect.getsourcelines` of `fn` and its file, remembered per code object and file
+    state (a changed file is read again, as `linecache.checkcache` would)."""
+    code = fn.__code__
+    try:
+        status = os.stat(code.co_filename)
+        stamp = (status.st_mtime_ns, status.st_size)
+    except (OSError, ValueError):
+        stamp = None
+    cached = _FILE_SOURCES.get(code) if stamp is not None else None
+    if cached is not None and cached[0] == stamp:
+        lines, first_line, file = cached[1]
+        return list(lines), first_line, file
+    lines, first_line = inspect.getsourcelines(fn)
+    file = inspect.getsourcefile(fn) or code.co_filename
+    if stamp is not None:
+        _FILE_SOURCES[code] = (stamp, (tuple(lines), first_line, file))
+    return lines, first_line, file
 
 
 def is_jit_function(obj) -> bool:

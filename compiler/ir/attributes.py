@@ -8,6 +8,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .immutable import hash_once
 from .types import FloatType, IntegerType, TensorType, Type
 
 
@@ -15,6 +16,7 @@ class Attribute:
     """Base class of all attributes."""
 
 
+@hash_once
 @dataclass(frozen=True)
 class IntegerAttr(Attribute):
     """An integer with its type: `16 : i32`."""
@@ -69,17 +71,33 @@ def hex_to_float(text: str, type_: Type) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
+def float_bits(value) -> bytes:
+    """A float's bit pattern: what tells `-0.0` from `0.0` (equal as Python floats) and makes a
+    NaN equal to itself, so float attributes compare as the constants they are."""
+    return struct.pack("<d", float(value))
+
+
+@hash_once
 @dataclass(frozen=True)
 class FloatAttr(Attribute):
-    """A float with its type: `1.000000e+00 : f32`."""
+    """A float with its type: `1.000000e+00 : f32`. Equal when the bits are (`float_bits`):
+    CSE must not merge `-0.0` into `0.0`."""
 
     value: float
     type: Type
+
+    def __eq__(self, other) -> bool:
+        return type(other) is FloatAttr and self.type == other.type and \
+            float_bits(self.value) == float_bits(other.value)
+
+    def __hash__(self) -> int:
+        return hash((float_bits(self.value), self.type))
 
     def __str__(self) -> str:
         return f"{format_float(self.value, self.type)} : {self.type}"
 
 
+@hash_once
 @dataclass(frozen=True)
 class StringAttr(Attribute):
     """A quoted string."""
@@ -111,6 +129,7 @@ def escape_string(text: str) -> str:
     return "".join(out)
 
 
+@hash_once
 @dataclass(frozen=True)
 class BoolAttr(Attribute):
     """`true` / `false`."""
@@ -129,12 +148,24 @@ class UnitAttr(Attribute):
         return "unit"
 
 
+@hash_once
 @dataclass(frozen=True)
 class DenseAttr(Attribute):
-    """A splat tensor constant: every element equals `value`. `dense<0.000000e+00>`."""
+    """A splat tensor constant: every element equals `value`. `dense<0.000000e+00>`. Float
+    splats are equal when their bits are (as `FloatAttr`)."""
 
     value: Any
     type: TensorType
+
+    def _key(self) -> tuple:
+        float_element = isinstance(self.type.element, FloatType)
+        return float_bits(self.value) if float_element else self.value, self.type
+
+    def __eq__(self, other) -> bool:
+        return type(other) is DenseAttr and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __str__(self) -> str:
         element = self.type.element
@@ -147,6 +178,7 @@ class DenseAttr(Attribute):
         return f"dense<{v}>"
 
 
+@hash_once
 @dataclass(frozen=True)
 class ArrayAttr(Attribute):
     """A list of attributes: `[a, b]`."""
@@ -157,6 +189,7 @@ class ArrayAttr(Attribute):
         return "[" + ", ".join(map(str, self.values)) + "]"
 
 
+@hash_once
 @dataclass(frozen=True)
 class DenseArrayAttr(Attribute):
     """`array<i32: 1, 0>`: a list of plain integers."""
@@ -170,6 +203,7 @@ class DenseArrayAttr(Attribute):
         return f"array<{self.element}: " + ", ".join(map(str, self.values)) + ">"
 
 
+@hash_once
 @dataclass(frozen=True)
 class TypeAttr(Attribute):
     """A type used as an attribute (e.g. a function's type)."""
@@ -180,6 +214,7 @@ class TypeAttr(Attribute):
         return str(self.type)
 
 
+@hash_once
 @dataclass(frozen=True)
 class SymbolRefAttr(Attribute):
     """A reference to a symbol (function) by name: `@name`."""

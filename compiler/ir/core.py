@@ -38,10 +38,7 @@ class Value:
 
     def users(self) -> list["Operation"]:
         """Ops that use this value, each once, in no particular order."""
-        seen: dict[int, Operation] = {}
-        for op, _ in self.uses:
-            seen[id(op)] = op
-        return list(seen.values())
+        return list(dict.fromkeys(op for op, _ in self.uses))
 
     def has_uses(self) -> bool:
         return bool(self.uses)
@@ -205,7 +202,8 @@ class Operation:
         """Whether this op's class declares `trait` (or a trait that refines it)."""
         if trait in self._trait_set:
             return True
-        _check_trait(trait)
+        if trait not in _CHECKED_TRAITS:
+            _check_trait(trait)
         return False
 
     @classmethod
@@ -213,7 +211,8 @@ class Operation:
         """Whether ops of this class have `trait` (asked of the class, before any op exists)."""
         if trait in cls._trait_set:
             return True
-        _check_trait(trait)
+        if trait not in _CHECKED_TRAITS:
+            _check_trait(trait)
         return False
 
     @classmethod
@@ -230,15 +229,10 @@ class Operation:
         return False
 
     def walk(self, order: str = "pre") -> Iterator["Operation"]:
-        """Every op nested in this one (this one included), pre- or post-order."""
-        if order == "pre":
-            yield self
-        for region in self.regions:
-            for block in region.blocks:
-                for op in list(block.ops):
-                    yield from op.walk(order)
-        if order == "post":
-            yield self
+        """Every op nested in this one (this one included), pre- or post-order. Each block's
+        ops are listed when the walk reaches the block, so ops erased or added there by the
+        caller meanwhile do not disturb it."""
+        return _walk(self, _nested_ops(self), order)
 
     def erase(self) -> None:
         """Remove this op from its block and drop its operand uses; results must be unused."""
@@ -293,10 +287,46 @@ class Operation:
         return f"<{self.name} at {self.loc}>"
 
 
+def _nested_ops(op: Operation) -> Iterator[Operation]:
+    """The ops directly inside `op`'s regions, each block's listed when it is reached."""
+    for region in op.regions:
+        for block in region.blocks:
+            yield from list(block.ops)
+
+
+def _walk(root: "Operation | None", children: Iterator[Operation], order: str) \
+        -> Iterator[Operation]:
+    """`root` (when given) and every op below it, from `children` (its direct ops) down, pre-
+    or post-order: the order of the recursive definition, with one stack instead of a
+    generator per nesting level (so an op costs the same at any depth)."""
+    post = order == "post"
+    if root is not None and not post:
+        yield root
+    stack = [(root, children)]
+    while stack:
+        op = next(stack[-1][1], None)
+        if op is None:
+            owner = stack.pop()[0]
+            if post and owner is not None:
+                yield owner
+            continue
+        if not post:
+            yield op
+        if op.regions:
+            stack.append((op, _nested_ops(op)))
+        elif post:
+            yield op
+
+
 def _check_trait(trait) -> None:
-    """Refuse a trait given as anything but a Trait class (a name string would always say no)."""
+    """Refuse a trait given as anything but a Trait class (a name string would always say no);
+    a class that passed is remembered in `_CHECKED_TRAITS`."""
     if not (isinstance(trait, type) and issubclass(trait, Trait)):
         raise TypeError(f"has_trait takes a trait class from compiler.ir.traits, got {trait!r}")
+    _CHECKED_TRAITS.add(trait)
+
+
+_CHECKED_TRAITS: set = set()
 
 
 class Block:
@@ -387,8 +417,8 @@ class Module:
         return self.body.append(op)
 
     def walk(self, order: str = "pre") -> Iterator[Operation]:
-        for op in list(self.body.ops):
-            yield from op.walk(order)
+        """Every op of the module (functions and all they hold), pre- or post-order."""
+        return _walk(None, iter(list(self.body.ops)), order)
 
     def functions(self) -> list[Operation]:
         return [op for op in self.body.ops if op.has_trait(FunctionLike)]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .immutable import hash_once
+
 
 class Location:
     """Base class of all locations."""
@@ -21,11 +23,13 @@ class Location:
         return None
 
 
+@hash_once
 @dataclass(frozen=True)
 class UnknownLoc(Location):
     """A location for ops that have no source position (e.g. constants made by a pass)."""
 
 
+@hash_once
 @dataclass(frozen=True)
 class FileLineCol(Location):
     """A position in a source file; line and column are 1-based like MLIR's (column may be 0)."""
@@ -41,6 +45,7 @@ class FileLineCol(Location):
         return f"{self.file}:{self.line}:{self.col}"
 
 
+@hash_once
 @dataclass(frozen=True)
 class NameLoc(Location):
     """A named location: `loc("x"(#loc3))` names the value made at the child location."""
@@ -55,6 +60,7 @@ class NameLoc(Location):
         return self.label
 
 
+@hash_once
 @dataclass(frozen=True)
 class CallSiteLoc(Location):
     """An op inlined from a callee: where it was in the callee, and the call site."""

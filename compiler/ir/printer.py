@@ -8,10 +8,13 @@ comes from its `syntax` object; ops without one print in MLIR's generic form.
 from __future__ import annotations
 
 import re
+import weakref
+from functools import lru_cache
 
-from .attributes import Attribute, DenseAttr, IntegerAttr, StringAttr
+from .attributes import Attribute, DenseAttr, IntegerAttr, escape_string
 from .context import Context, resolve
 from .core import Block, Module, Operation, Region, Value
+from .shape import module_shape
 from .location import CallSiteLoc, FileLineCol, Location, NameLoc, UnknownLoc
 from .types import TensorType, Type
 
@@ -22,7 +25,7 @@ class Printer:
     """Holds the naming and alias state for printing one module."""
 
     def __init__(self):
-        self.names: dict[int, str] = {}
+        self.names: dict[Value, str] = {}    # value -> its name without the %
         self.used_names: set[str] = set()
         self.suffix_counter = 0
         self.next_number = 0
@@ -32,7 +35,7 @@ class Printer:
         self.loc_order: list[Location] = []
         self.lines: list[tuple] = []         # (op or None, text with region marks)
         self.region_bodies: list[list] = []   # nested line lists, referenced by region marks
-        self.type_texts: dict[int, tuple] = {}   # id(type) -> (type, text)
+        self.type_texts: dict[Type, str] = {}
 
     # ---- names ------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -59,26 +62,26 @@ class Printer:
             hint = constant_name(op)
         name = self._unique(hint) if hint else self._number()
         if len(op.results) == 1:
-            self.names[id(op.results[0])] = name
+            self.names[op.results[0]] = name
         else:
             for r in op.results:
-                self.names[id(r)] = f"{name}#{r.index}"
+                self.names[r] = f"{name}#{r.index}"
 
     def name_block_args(self, block: Block) -> None:
         for arg in block.args:
             hint = arg.name_hint or arg.loc.name()
-            self.names[id(arg)] = self._unique(hint) if hint else self._number()
+            self.names[arg] = self._unique(hint) if hint else self._number()
 
     def value(self, v: Value) -> str:
         """`%name` of a value already named (an undefined value prints as `%<<UNKNOWN>>`)."""
-        return "%" + self.names.get(id(v), "<<UNKNOWN>>")
+        return "%" + self.names.get(v, "<<UNKNOWN>>")
 
     def values(self, vs) -> str:
         return ", ".join(self.value(v) for v in vs)
 
     def result_group(self, op: Operation) -> str:
         """What stands before `=`: `%x` or `%x:3` for multi-result ops."""
-        first = self.names[id(op.results[0])]
+        first = self.names[op.results[0]]
         if len(op.results) == 1:
             return "%" + first
         return "%" + first.split("#")[0] + f":{len(op.results)}"
@@ -97,15 +100,14 @@ class Printer:
         return self.layout_aliases[key]
 
     def type(self, t: Type) -> str:
-        """A type's text (layouts by alias), computed once per type object per print: the
-        cache holds the type itself, so its id cannot be reused while the printer lives.
-        Types holding encodings (`print_with`) print them by alias."""
-        cached = self.type_texts.get(id(t))
-        if cached is None:
+        """A type's text (layouts by alias), computed once per print for equal types (they
+        print alike; types hash once, `compiler.ir.immutable`). Types holding encodings
+        (`print_with`) print them by alias."""
+        text = self.type_texts.get(t)
+        if text is None:
             print_with = getattr(t, "print_with", None)
-            text = print_with(self) if print_with is not None else str(t)
-            cached = self.type_texts[id(t)] = (t, text)
-        return cached[1]
+            text = self.type_texts[t] = print_with(self) if print_with is not None else str(t)
+        return text
 
     def types(self, ts) -> str:
         return ", ".join(self.type(t) for t in ts)
@@ -139,24 +141,25 @@ class Printer:
         return f"loc({self._loc_alias(location)})"
 
     def _loc_alias(self, location: Location) -> str:
-        if location not in self.loc_aliases:
+        alias = self.loc_aliases.get(location)
+        if alias is None:
             if isinstance(location, NameLoc):
                 self._loc_alias(location.child)
             elif isinstance(location, CallSiteLoc):
                 self._loc_alias(location.callee)
                 self._loc_alias(location.caller)
             n = len(self.loc_order)
-            self.loc_aliases[location] = "#loc" + (str(n) if n else "")
+            alias = self.loc_aliases[location] = "#loc" + (str(n) if n else "")
             self.loc_order.append(location)
-        return self.loc_aliases[location]
+        return alias
 
     def loc_definition(self, location: Location) -> str:
         if isinstance(location, UnknownLoc):
             body = "unknown"
         elif isinstance(location, FileLineCol):
-            body = f'{StringAttr(location.file)}:{location.line}:{location.col}'
+            body = f'"{escape_string(location.file)}":{location.line}:{location.col}'
         elif isinstance(location, NameLoc):
-            body = f'{StringAttr(location.label)}({self.loc_aliases[location.child]})'
+            body = f'"{escape_string(location.label)}"({self.loc_aliases[location.child]})'
         elif isinstance(location, CallSiteLoc):
             body = (f"callsite({self.loc_aliases[location.callee]} at "
                     f"{self.loc_aliases[location.caller]})")
@@ -183,7 +186,7 @@ class Printer:
         self.lines = []
         for i, block in enumerate(region.blocks):
             if i == 0 and not print_entry_args:
-                if block.args and not all(id(a) in self.names for a in block.args):
+                if block.args and not all(a in self.names for a in block.args):
                     self.name_block_args(block)
             else:
                 self.name_block_args(block)
@@ -211,6 +214,7 @@ _REGION_MARK = "\x00R{}\x00"
 _REGION_MARK_RE = re.compile("\x00R(\\d+)\x00")
 
 
+@lru_cache(maxsize=4096)
 def attr_key(key: str) -> str:
     """Attribute names with dots or dashes are quoted as MLIR does for non-identifiers."""
     if all(c.isalnum() or c in "_." for c in key) and not key[0].isdigit():
@@ -244,22 +248,44 @@ def generic_form(p: Printer, op: Operation, indent: int) -> str:
     return f"{text} : ({ins}) -> {out}"
 
 
-def print_module(module: Module, context: Context | None = None) -> str:
+def print_module(module: Module, context: Context | None = None,
+                 shape: list | None = None) -> str:
     """The module's text, Triton-style: layout aliases, the module, location aliases."""
-    return print_module_with_lines(module, context)[0]
+    return print_module_with_printer(module, context, shape)[0]
 
 
-def print_module_with_lines(module: Module, context: Context | None = None) -> tuple[str, dict]:
-    """The module's text and, for every op in it, its 1-based line: `{id(op): line}`.
+def print_module_with_lines(module: Module, context: Context | None = None,
+                            shape: list | None = None) -> tuple[str, dict]:
+    """The module's text and, for every op in it, its 1-based line: `{op: line}`.
     `context` (the default when None) gives the fixed aliases the text may need."""
-    text, op_lines, _ = print_module_with_printer(module, context)
+    text, op_lines, _ = print_module_with_printer(module, context, shape)
     return text, op_lines
 
 
-def print_module_with_printer(module: Module, context: Context | None = None) \
-        -> tuple[str, dict, "Printer"]:
+#: The last print of each module: module -> (context, its shape then, (text, lines, printer)).
+_LAST_PRINT: "weakref.WeakKeyDictionary[Module, tuple]" = weakref.WeakKeyDictionary()
+
+
+def print_module_with_printer(module: Module, context: Context | None = None,
+                              shape: list | None = None) -> tuple[str, dict, "Printer"]:
     """`print_module_with_lines`, plus the `Printer` (its value names and layout aliases), for
-    tools that record what the text shows as data."""
+    tools that record what the text shows as data.
+
+    A module printed again with nothing changed (an equal `module_shape`; pass `shape` when
+    it is at hand) gets its last print back: a stage's last snapshot, its structure, its stage
+    text and the lowering's line map are one print. The line map and the printer returned are
+    shared with later callers: read them, do not change them."""
+    ctx = resolve(context)
+    shape = module_shape(module) if shape is None else shape
+    last = _LAST_PRINT.get(module)
+    if last is not None and last[0] is ctx and last[1] == shape:
+        return last[2]
+    printed = _print(module, ctx)
+    _LAST_PRINT[module] = (ctx, shape, printed)
+    return printed
+
+
+def _print(module: Module, ctx: Context) -> tuple[str, dict, "Printer"]:
     p = Printer()
     for func in module.ops:
         p._loc_alias(func.loc)
@@ -270,12 +296,14 @@ def print_module_with_printer(module: Module, context: Context | None = None) \
     p.flatten(p.lines, body)
     body.append((None, f"}} {p.loc(module.loc)}"))
     header = [f"{alias} = {enc_text(p, enc)}" for enc, alias in p.layout_aliases.items()]
-    for alias, definition in resolve(context).fixed_aliases().items():
-        if any(alias in line for _, line in body):
+    body_text = "\n".join(line for _, line in body)
+    for alias, definition in ctx.fixed_aliases().items():
+        if alias in body_text:
             header.append(f"{alias} = {definition}")
     footer = [p.loc_definition(loc) for loc in p.loc_order]
-    op_lines = {id(op): len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
-    text = "\n".join(header + [line for _, line in body] + footer) + "\n"
+    op_lines = {op: len(header) + i + 1 for i, (op, _) in enumerate(body) if op is not None}
+    text = "\n".join(header + [body_text] + footer) + "\n"
+    p.lines, p.region_bodies = [], []     # the text is made; the printer is kept for its names
     return text, op_lines, p
 
 
@@ -296,15 +324,13 @@ def print_op_standalone(op: Operation) -> str:
 
 
 def _name_free_values(p: Printer, op: Operation) -> None:
-    defined: set[int] = set()
+    defined: set[Value] = set()
     for nested in op.walk():
-        for r in nested.results:
-            defined.add(id(r))
+        defined.update(nested.results)
         for region in nested.regions:
             for block in region.blocks:
-                for a in block.args:
-                    defined.add(id(a))
+                defined.update(block.args)
     for nested in op.walk():
         for v in nested.operands:
-            if id(v) not in defined and id(v) not in p.names:
-                p.names[id(v)] = p._unique(v.name_hint or "arg")
+            if v not in defined and v not in p.names:
+                p.names[v] = p._unique(v.name_hint or "arg")

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .immutable import hash_once
+
 
 class Type:
     """Base class of all IR types."""
@@ -38,6 +40,7 @@ class Type:
         return False
 
 
+@hash_once
 @dataclass(frozen=True)
 class IntegerType(Type):
     """A signless integer of `width` bits; i1 is the boolean type."""
@@ -55,6 +58,7 @@ class IntegerType(Type):
 FLOAT_WIDTHS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "f8E4M3FN": 8, "f8E5M2": 8}
 
 
+@hash_once
 @dataclass(frozen=True)
 class FloatType(Type):
     """A floating-point type named as MLIR names it: f16, bf16, f32, f64 (and the fp8 kinds)."""
@@ -73,6 +77,7 @@ class FloatType(Type):
         return self.kind
 
 
+@hash_once
 @dataclass(frozen=True)
 class TensorType(Type):
     """`tensor<AxBxT[, #layout]>`: a block of values; `encoding` is a ttgir layout or None."""
@@ -121,6 +126,7 @@ class TensorType(Type):
         return f"tensor<{dims}{printer.type(self.element)}{enc}>"
 
 
+@hash_once
 @dataclass(frozen=True)
 class FunctionType(Type):
     """The type of a function: argument types and result types."""

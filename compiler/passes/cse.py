@@ -20,7 +20,7 @@ def _attr_key(op: Operation):
 def op_key(op: Operation):
     """Two ops with equal keys compute the same values: same name, operands, attributes and
     result types (locations do not matter)."""
-    return (op.name, tuple(id(v) for v in op.operands), _attr_key(op),
+    return (op.name, tuple(op.operands), _attr_key(op),
             tuple(r.type for r in op.results))
 
 

@@ -13,47 +13,13 @@ import sys
 from typing import TextIO
 
 from compiler.ir.core import Module, op_count_by_name
+from compiler.ir.shape import module_shape
 from compiler.ir.printer import enc_text, print_module, print_module_with_printer
 from compiler.ir.verifier import verify_module
 from compiler.ir.verifier_errors import VerificationError
 from compiler.trace import CompileTrace, PassRecord
 
 from .manager import PassFailure, PassInstrumentation, PassRun
-
-
-def ir_shape(module: Module) -> list:
-    """A flat list of everything the printed IR depends on: ops (by identity), names, locations,
-    operands, result types and names, attributes, blocks and their arguments, with counts that
-    fix the nesting. Two equal lists print the same text, so a pass whose list equals the one
-    before it changed nothing and needs no new print. The list holds the objects themselves
-    (not ids), so nothing in it can be freed and its address reused while it is kept."""
-    shape: list = [len(module.attributes), *module.attributes.items(), module.loc]
-    add = shape.append
-    extend = shape.extend
-
-    def visit(ops) -> None:         # pre-order, as `module.walk()`, without nested generators
-        for op in ops:
-            extend((op, op.name, op.loc, len(op.operands)))
-            extend(op.operands)
-            add(len(op.results))
-            for r in op.results:
-                extend((r.type, r.name_hint))
-            add(len(op.attributes))
-            extend(op.attributes.items())
-            add(len(op.regions))
-            for region in op.regions:
-                add(len(region.blocks))
-                for block in region.blocks:
-                    extend((block, len(block.ops), len(block.args)))
-                    for arg in block.args:
-                        extend((arg, arg.type, arg.loc, len(arg.attributes)))
-                        extend(arg.attributes.items())
-            for region in op.regions:
-                for block in region.blocks:
-                    visit(block.ops)
-
-    visit(module.body.ops)
-    return shape
 
 
 def ir_structure(module: Module) -> tuple[str, dict]:
@@ -66,26 +32,26 @@ def ir_structure(module: Module) -> tuple[str, dict]:
     index: dict = {}
     values: list = []
     ops: list = []
-    typed: dict = {}     # id(type) -> (type, text, layout alias); holding the type keeps its id
+    typed: dict = {}     # type -> (text, layout alias)
 
     def add(value, line: int, op_name: str) -> int:
         type_ = value.type
-        known = typed.get(id(type_))
+        known = typed.get(type_)
         if known is None:
             encoding = getattr(type_, "encoding", None)
-            known = typed[id(type_)] = (type_, printer.type(type_), "" if encoding is None
-                                        else printer.layout(encoding))
-        number = index[id(value)] = len(values)
-        values.append(["%" + names.get(id(value), "<<UNKNOWN>>"), known[1], known[2], line,
+            known = typed[type_] = (printer.type(type_), "" if encoding is None
+                                    else printer.layout(encoding))
+        number = index[value] = len(values)
+        values.append(["%" + names.get(value, "<<UNKNOWN>>"), known[0], known[1], line,
                        op_name])
         return number
 
     def visit(block_ops: list) -> None:
         last = block_ops[-1] if block_ops else None
         for op in block_ops:
-            line = op_lines.get(id(op), 0)
+            line = op_lines.get(op, 0)
             name = op.name
-            used = [index.get(id(v)) for v in op.operands]
+            used = [index.get(v) for v in op.operands]
             record = [name, line, [u for u in used if u is not None] if None in used else used,
                       [add(r, line, name) for r in op.results], op is last]
             ops.append(record)
@@ -107,7 +73,8 @@ class TraceInstrumentation(PassInstrumentation):
         every op, value and attribute as it was reuses the previous text); without snapshots
         `changed` is judged from op counts and fired patterns only.
     verify_each: verify after every pass; a failure sets the record's `error` and raises
-        `PassFailure` naming the pass.
+        `PassFailure` naming the pass. IR identical (`module_shape`) to IR that verified after an
+        earlier pass of the stage is not verified again: the verifier would say the same.
     print_after_all / print_after_change: also write snapshots to `stream` (stderr).
     """
 
@@ -123,15 +90,18 @@ class TraceInstrumentation(PassInstrumentation):
         self._last_text = ""
         self._last_counts: dict = {}
         self._last_shape: list | None = None
+        self._verified_shape: list | None = None     # the IR after the last pass that verified
 
-    def _snapshot(self, module: Module) -> str:
-        """Print the module (its structure is built once per stage, in `after_pipeline`)."""
-        return print_module(module)
+    def _snapshot(self, module: Module, shape: list) -> str:
+        """Print the module (its structure is built once per stage, in `after_pipeline`, from
+        the same print: the printer keeps it)."""
+        return print_module(module, shape=shape)
 
     def before_pipeline(self, stage: str, module: Module) -> None:
         self._last_counts = op_count_by_name(module)
         self._last_text = print_module(module) if self.snapshots else ""
-        self._last_shape = ir_shape(module) if self.snapshots else None
+        self._last_shape = module_shape(module) if self.snapshots else None
+        self._verified_shape = None
         self.trace.stage_inputs[stage] = self._last_text
 
     def _record(self, run: PassRun) -> PassRecord:
@@ -147,12 +117,12 @@ class TraceInstrumentation(PassInstrumentation):
         counts = op_count_by_name(module)
         record.op_counts = counts
         record.convert_layout_count = counts.get("ttg.convert_layout", 0)
+        shape = module_shape(module) if self.snapshots or self.verify_each else None
         if self.snapshots:
-            shape = ir_shape(module)
             if shape == self._last_shape:          # nothing the printer reads has changed
                 text = self._last_text
             else:
-                text = self._snapshot(module)
+                text = self._snapshot(module, shape)
                 self._last_shape = shape
             record.changed = text != self._last_text
             record.ir_after = text
@@ -161,13 +131,14 @@ class TraceInstrumentation(PassInstrumentation):
             record.changed = counts != self._last_counts or bool(record.patterns)
         self._last_counts = counts
         self._echo(record)
-        if self.verify_each:
+        if self.verify_each and shape != self._verified_shape:
             try:
                 verify_module(module)
             except VerificationError as err:
                 record.error = f"verifier: {err}"
                 raise PassFailure(run.stage, record.name, run.position,
                                   f"it left invalid IR: {err}") from err
+            self._verified_shape = shape
 
     def after_pipeline(self, stage: str, module: Module) -> None:
         """The stage's final snapshot also gets the module's structure (values, layouts,

@@ -64,19 +64,30 @@ def is_volatile(op: Operation) -> bool:
 def has_side_effects(op: Operation) -> bool:
     """Whether `op` (or an op nested in it) writes memory, calls, prints or may not terminate.
     Reads alone are not side effects: an unused load can go."""
-    for nested in op.walk():
-        if type(nested) is Operation:       # unregistered: nothing is known about it
-            return True
-        if any(nested.has_trait(t) for t in EFFECT_TRAITS):
-            return True
-        if nested.has_trait(MemoryRead) and is_volatile(nested):
+    for nested in (op.walk() if op.regions else (op,)):
+        effects, reads = _class_effects(type(nested))
+        if effects or (reads and is_volatile(nested)):
             return True
     return False
 
 
 def reads_memory(op: Operation) -> bool:
     """Whether `op` or an op nested in it reads memory."""
-    return any(nested.has_trait(MemoryRead) for nested in op.walk())
+    return any(_class_effects(type(nested))[1]
+               for nested in (op.walk() if op.regions else (op,)))
+
+
+def _class_effects(cls: type) -> tuple[bool, bool]:
+    """(side effects, reads memory) of ops of class `cls`, from its traits (an unregistered op,
+    of which nothing is known, has side effects); worked out once per class."""
+    found = _EFFECTS.get(cls)
+    if found is None:
+        effects = cls is Operation or any(cls.class_has_trait(t) for t in EFFECT_TRAITS)
+        found = _EFFECTS[cls] = (effects, cls.class_has_trait(MemoryRead))
+    return found
+
+
+_EFFECTS: dict[type, tuple[bool, bool]] = {}
 
 
 def is_removable_if_unused(op: Operation) -> bool:

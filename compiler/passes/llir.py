@@ -30,6 +30,13 @@ class LLIRModule:
     ttgir_file: str
     text: str | None = None
     lowered: Any = None             # compiler.codegen.lowering.LoweredKernel
+    parsed: tuple | None = None     # (text, the llvmlite module it was printed from), if kept
+
+    def parsed_module(self):
+        """The llvmlite module `text` was printed from, when the last pass kept it, else None."""
+        if self.parsed is not None and self.parsed[0] is self.text:
+            return self.parsed[1]
+        return None
 
     def require_text(self, pass_name: str) -> str:
         """The LLVM IR text; a clear error when no pass has produced it yet."""
@@ -80,10 +87,12 @@ class LLVMOptimize(Pass):
                            check=lambda v: 0 <= v <= 3, allowed="an integer from 0 to 3"),)
 
     def run(self, module: LLIRModule, ctx: PassContext) -> None:
-        from compiler.codegen.optimize import optimize_llvm
+        from compiler.codegen.optimize import optimize_llvm_module
         options = _options(ctx)
-        module.text = optimize_llvm(module.require_text(self.name), self.options["level"],
-                                    options.ptx_arch, options.ptx_features)
+        optimized = optimize_llvm_module(module.require_text(self.name), self.options["level"],
+                                         options.ptx_arch, options.ptx_features)
+        module.text = str(optimized)
+        module.parsed = (module.text, optimized)
 
 
 class LLIRTraceInstrumentation(PassInstrumentation):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _VALUE_STOPS = frozenset(" \t,{}=")
@@ -97,7 +98,20 @@ class _Reader:
 
 def parse_pipeline_text(text: str, offset: int = 0) -> list[PassSpec]:
     """Read a pipeline string into `PassSpec`s (no registry lookup). `offset`: where the pipeline
-    starts inside `text` (for `stage=` prefixes), so columns point into the whole text."""
+    starts inside `text` (for `stage=` prefixes), so columns point into the whole text. Each
+    text is read once (every compile names its stages' pipelines); the specs are new each call."""
+    return [PassSpec(name, [OptionSpec(*option) for option in options], column)
+            for name, options, column in _read_pipeline(text, offset)]
+
+
+@lru_cache(maxsize=256)
+def _read_pipeline(text: str, offset: int) -> tuple:
+    """`parse_pipeline_text`'s specs as tuples `(name, ((key, value, column), ...), column)`."""
+    return tuple((spec.name, tuple((o.key, o.value, o.column) for o in spec.options),
+                  spec.column) for spec in _read_specs(text, offset))
+
+
+def _read_specs(text: str, offset: int) -> list[PassSpec]:
     reader = _Reader(text, offset)
     specs: list[PassSpec] = []
     while True:

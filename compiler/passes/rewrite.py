@@ -23,12 +23,21 @@ class RewritePattern:
 
     def matches(self, op_class: type[Operation]) -> bool:
         """Whether this pattern is tried on ops of `op_class` (a subclass of a root class, or
-        a class with a root trait)."""
+        a class with a root trait); worked out once per (roots, class)."""
         if not self.roots:
             return True
-        classes = tuple(r for r in self.roots if not issubclass(r, Trait))
-        traits = [r for r in self.roots if issubclass(r, Trait)]
-        return issubclass(op_class, classes) or any(op_class.class_has_trait(t) for t in traits)
+        key = (self.roots, op_class)
+        found = _MATCHES.get(key)
+        if found is None:
+            classes = tuple(r for r in self.roots if not issubclass(r, Trait))
+            traits = [r for r in self.roots if issubclass(r, Trait)]
+            found = _MATCHES[key] = issubclass(op_class, classes) or \
+                any(op_class.class_has_trait(t) for t in traits)
+        return found
+
+
+_MATCHES: dict[tuple, bool] = {}
+"""(roots, op class) -> whether a pattern with those roots is tried on ops of that class."""
 
 
 class Rewriter:
@@ -61,7 +70,7 @@ class Rewriter:
         may have become dead."""
         operands = [v.owner_op for v in op.operands]
         for nested in op.walk():
-            self.worklist.erased.add(id(nested))
+            self.worklist.erased.add(nested)
         op.erase()
         for producer in operands:
             if producer is not None:
@@ -78,13 +87,13 @@ class Worklist:
 
     def __init__(self):
         self.items: list[Operation] = []
-        self.members: set[int] = set()
-        self.erased: set[int] = set()
+        self.members: set[Operation] = set()
+        self.erased: set[Operation] = set()     # kept alive here, so never mistaken for new
 
     def push(self, op: Operation) -> None:
         """Queue `op` unless it is queued already or detached."""
-        if id(op) not in self.members and op.parent is not None:
-            self.members.add(id(op))
+        if op not in self.members and op.parent is not None:
+            self.members.add(op)
             self.items.append(op)
 
     def push_tree(self, op: Operation) -> None:
@@ -96,8 +105,8 @@ class Worklist:
         """The next live op to visit, or None when the worklist is empty."""
         while self.items:
             op = self.items.pop()
-            self.members.discard(id(op))
-            if id(op) not in self.erased and op.parent is not None:
+            self.members.discard(op)
+            if op not in self.erased and op.parent is not None:
                 return op
         return None
 

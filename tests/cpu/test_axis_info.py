@@ -33,9 +33,9 @@ class _Names:
         for op in func.walk():
             p.name_op_results(op)
             for r in op.results:
-                self.values[p.names[id(r)]] = r
+                self.values[p.names[r]] = r
         for a in func.regions[0].blocks[0].args:
-            self.values[p.names[id(a)]] = a
+            self.values[p.names[a]] = a
 
     def __getitem__(self, name):
         return self.values[name]

@@ -270,3 +270,51 @@ def test_the_backend_lists_its_stages_by_direct_reference():
     assert list(stages.items()) == list(nvidia_stages.STAGES)
     backend_source = (ROOT / "compiler" / "codegen" / "backend.py").read_text()
     assert "load_binary" not in backend_source and "device_capability" not in backend_source
+
+
+# ---- the default architecture: the present GPU's, as in Triton ---------------------------------
+class _FakeDriver:
+    """An active driver whose current device is an sm_`arch` GPU (no CUDA needed)."""
+
+    def __init__(self, arch: int):
+        self.arch = arch
+
+    def get_current_target(self):
+        from compiler.codegen.backend import GPUTarget
+        return GPUTarget("cuda", self.arch, 32)
+
+
+def _fake_gpu(monkeypatch, arch: int) -> None:
+    from compiler.runtime import active_driver
+    monkeypatch.setattr(active_driver, "active", lambda: _FakeDriver(arch))
+
+
+def test_without_a_gpu_the_default_architecture_is_sm_90(monkeypatch):
+    from compiler.runtime import active_driver
+    monkeypatch.setattr(active_driver, "active", active_driver.InterpreterDriver)
+    kernel = compile_kernel(fma_source(), NO_BINARIES, stop_after="ptx")
+    assert kernel.metadata.target.arch == 90 and ".target sm_90" in kernel.asm["ptx"]
+
+
+def test_a_present_gpus_capability_is_the_default_architecture(monkeypatch):
+    _fake_gpu(monkeypatch, 80)
+    kernel = compile_kernel(fma_source(), NO_BINARIES, stop_after="ptx")   # the jit's path
+    assert kernel.metadata.target.arch == 80 and ".target sm_80" in kernel.asm["ptx"]
+    ttir = compile_kernel(fma_source(), NO_BINARIES, stop_after="ttir").asm["ttir"]
+    from_file = compile_kernel(parse_module(ttir), NO_BINARIES, stop_after="ptx")
+    assert ".target sm_80" in from_file.asm["ptx"]
+
+
+def test_an_explicit_architecture_wins_over_the_present_gpu(monkeypatch):
+    from compiler.codegen.backend import GPUTarget
+    _fake_gpu(monkeypatch, 80)
+    assert ".target sm_90" in compile_kernel(fma_source(), {**NO_BINARIES, "arch": 90},
+                                             stop_after="ptx").asm["ptx"]
+    assert ".target sm_86" in compile_kernel(fma_source(), NO_BINARIES, stop_after="ptx",
+                                             target=GPUTarget("cuda", 86, 32)).asm["ptx"]
+
+
+def test_a_gpu_the_backend_cannot_target_is_named_in_the_error(monkeypatch):
+    _fake_gpu(monkeypatch, 65)
+    with pytest.raises(OptionError, match=r"the GPU present is sm_65.*pass arch="):
+        compile_kernel(fma_source(), NO_BINARIES, stop_after="ttir")

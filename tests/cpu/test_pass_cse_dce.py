@@ -44,6 +44,32 @@ def test_cse_keeps_loads_and_different_attributes():
     """)
 
 
+def test_cse_keeps_zero_and_negative_zero_apart():
+    # 0.0 and -0.0 are equal as Python floats but are different constants (x * -0.0 keeps a
+    # sign that x * 0.0 loses): their attributes compare by bits, so cse merges neither.
+    ir = kernel("""
+        %z = arith.constant 0.000000e+00 : f32
+        %m = arith.constant -0.000000e+00 : f32
+        %zs = arith.constant dense<0.000000e+00> : tensor<2xf32>
+        %ns = arith.constant dense<-0.000000e+00> : tensor<2xf32>
+        tt.store %p, %z : !tt.ptr<f32>
+        tt.store %p, %m : !tt.ptr<f32>
+        %ps = tt.splat %p : !tt.ptr<f32> -> tensor<2x!tt.ptr<f32>>
+        tt.store %ps, %zs : tensor<2x!tt.ptr<f32>>
+        tt.store %ps, %ns : tensor<2x!tt.ptr<f32>>
+    """)
+    check_pass(ir, "cse", """
+        CHECK: arith.constant 0.000000e+00
+        CHECK: arith.constant -0.000000e+00
+        CHECK: arith.constant dense<0.000000e+00>
+        CHECK: arith.constant dense<-0.000000e+00>
+        CHECK: tt.store %p, %z
+        CHECK: tt.store %p, %m
+        CHECK: tt.store %ps, %zs
+        CHECK: tt.store %ps, %ns
+    """)
+
+
 def test_cse_uses_outer_values_but_not_sibling_regions():
     ir = kernel(f"""
         {PTRS}
