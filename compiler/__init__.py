@@ -15,7 +15,11 @@ from compiler.runtime.jit import (JITFunction, KernelArgumentError, KernelInterf
                                   jit)
 from compiler.runtime.tensor_wrapper import TensorWrapper, reinterpret  # noqa: F401
 
-__version__ = "0.1.0"
+#: The Triton API version this package implements, as `triton.__version__` reports it through the
+#: alias (libraries such as Liger-Kernel choose their code paths by it); the project's own
+#: version (pyproject.toml) is `tile_version`.
+__version__ = "3.6.0"
+tile_version = "0.1.0"
 
 __all__ = ["jit", "autotune", "Config", "heuristics", "cdiv", "next_power_of_2", "constexpr",
            "language", "testing", "compile", "JITFunction", "KernelInterface", "Autotuner",

@@ -493,3 +493,11 @@ def test_compiled_kernel_takes_constexprs_positionally_as_tritons_does():
     kernel = triton.compile(src, stop_after="ttir")
     assert kernel._runtime_args(("y", "x", 1, 7, 64, 3)) == ("y", "x", 1, 7)
     assert kernel._runtime_args(("y", "x", 1, 7)) == ("y", "x", 1, 7)
+
+
+def test_version_is_the_triton_api_it_implements():
+    """Libraries branch on `triton.__version__` (Liger-Kernel took its pre-3.0 path on 0.1.0)."""
+    major, minor = (int(part) for part in triton.__version__.split(".")[:2])
+    assert (major, minor) == (3, 6)
+    import compiler
+    assert compiler.tile_version == "0.1.0"
