@@ -12,6 +12,20 @@ from compiler.trace import CompileTrace
 STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "sass")
 
 
+def specialization(trace: CompileTrace) -> str:
+    """The whole specialization: constexprs, warps and stages, then the signature."""
+    spec = trace.specialization or {}
+    options = spec.get("options") or {}
+    parts = [f"{k}={v}" for k, v in (spec.get("constexprs") or {}).items()]
+    for option in ("num_warps", "num_stages"):
+        value = options.get(option) or spec.get(option)
+        if value:
+            parts.append(f"{option.removeprefix('num_')}={value}")
+    signature = spec.get("signature")
+    return " · ".join(filter(None, [", ".join(parts), f"({signature})" if signature else ""])) \
+        or "none recorded"
+
+
 def stage_sizes(trace: CompileTrace) -> str:
     """`ttir 40 · ttgir 52 · ...`: the line count of every stage present."""
     return " · ".join(f"{stage} {len(trace.stages[stage].splitlines())}"
@@ -66,16 +80,22 @@ def _shapes_text(shapes: tuple) -> str:
     return " ".join("×".join(map(str, shape)) or "scalar" for shape in shapes)
 
 
-def launch_groups(trace: CompileTrace) -> list[str]:
-    """One line per problem size (argument shapes, grid, warps): launch count, median and
-    min time, and the throughput the declared bytes / flops give at the median."""
+def size_groups(trace: CompileTrace) -> dict:
+    """The timed launches by problem size: (argument shapes, grid, warps, backend) -> the
+    launches of that size, in launch order."""
     groups: dict = {}
     for launch in trace.launches:
         if launch.time_ms is not None:
             key = (tuple(launch.shapes), tuple(launch.grid), launch.num_warps, launch.backend)
             groups.setdefault(key, []).append(launch)
+    return groups
+
+
+def launch_groups(trace: CompileTrace) -> list[str]:
+    """One line per problem size (argument shapes, grid, warps): launch count, median and
+    min time, and the throughput the declared bytes / flops give at the median."""
     lines = []
-    for (shapes, grid, warps, backend), launches in groups.items():
+    for (shapes, grid, warps, backend), launches in size_groups(trace).items():
         times = [launch.time_ms for launch in launches]
         median = statistics.median(times)
         where = "gpu" if backend == "gpu" else "interp"
@@ -89,6 +109,7 @@ def launch_groups(trace: CompileTrace) -> list[str]:
 def kernel_story(trace: CompileTrace) -> str:
     """The first screen's summary of one kernel, as plain text."""
     lines = [f"{trace.kernel_name}",
+             f"specialization: {specialization(trace)}",
              f"stages: {stage_sizes(trace)}",
              f"passes: {changed_passes(trace)}",
              f"convert_layout: {convert_layout_path(trace)}",
