@@ -20,7 +20,6 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 
 from compiler.trace import CompileTrace, Launch
 from explorer import cli
@@ -108,15 +107,9 @@ def test_a_line_says_launches_ran_through_the_interpreter_and_why(monkeypatch):
     assert interpreter_note([_trace(launches=[_launch(64, 1.0, "gpu")])], False) is None
 
 
-@pytest.fixture
-def kernel_file(tmp_path):
-    path = tmp_path / "double.py"
-    path.write_text(KERNEL)
-    return path
-
-
-def test_the_interpreter_line_reaches_the_json_and_a_helper_is_no_kernel(kernel_file, capsys):
-    assert cli.main([str(kernel_file), "--json", "--no-gpu"]) == 0
+def test_the_interpreter_line_reaches_the_json_and_a_helper_is_no_kernel(tmp_path, capsys):
+    (tmp_path / "double.py").write_text(KERNEL)
+    assert cli.main([str(tmp_path / "double.py"), "--json", "--no-gpu"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [k["kernel"] for k in data["kernels"]] == ["double_kernel"]
     assert data["messages"][0].startswith("--no-gpu was given: the script's 1 launch(es)")
