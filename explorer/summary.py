@@ -21,9 +21,17 @@ def specialization(trace: CompileTrace) -> str:
         value = options.get(option) or spec.get(option)
         if value:
             parts.append(f"{option.removeprefix('num_')}={value}")
-    signature = spec.get("signature")
+    signature = signature_text(spec.get("signature"))
     return " · ".join(filter(None, [", ".join(parts), f"({signature})" if signature else ""])) \
         or "none recorded"
+
+
+def signature_text(signature) -> str:
+    """A recorded signature as `x_ptr: *fp32, n: i32` (a {name: type} map) or as it was
+    recorded (a string)."""
+    if isinstance(signature, dict):
+        return ", ".join(f"{name}: {kind}" for name, kind in signature.items())
+    return str(signature or "")
 
 
 def stage_sizes(trace: CompileTrace) -> str:
@@ -107,14 +115,15 @@ def launch_groups(trace: CompileTrace) -> list[str]:
 
 
 def kernel_story(trace: CompileTrace) -> str:
-    """The first screen's summary of one kernel, as plain text."""
-    lines = [f"{trace.kernel_name}",
-             f"specialization: {specialization(trace)}",
-             f"stages: {stage_sizes(trace)}",
-             f"passes: {changed_passes(trace)}",
-             f"convert_layout: {convert_layout_path(trace)}",
-             f"ptxas: {resources(trace)}",
-             "launches:"]
-    lines += [f"  {line}" for line in launch_groups(trace)]
+    """The first screen's summary of one kernel, as plain text: the short facts first (its
+    notes, launch times, ptxas, convert_layout, stage sizes) and the long list of changed
+    passes last, so that 80x24 shows the times without scrolling."""
+    lines = [f"{trace.kernel_name}"]
     lines += [f"note: {note}" for note in trace.notes]
+    lines += ["launches:"] + [f"  {line}" for line in launch_groups(trace)]
+    lines += [f"ptxas: {resources(trace)}",
+              f"convert_layout: {convert_layout_path(trace)}",
+              f"stages: {stage_sizes(trace)}",
+              f"specialization: {specialization(trace)}",
+              f"passes: {changed_passes(trace)}"]
     return "\n".join(lines)

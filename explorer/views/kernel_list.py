@@ -12,10 +12,10 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from compiler.trace import CompileTrace
-from explorer.summary import kernel_story, size_groups
+from explorer.summary import kernel_story, signature_text, size_groups
 from explorer.views.plain import plain, plain_row
 
-SPEC_WIDTH = 20     # the specialization column's least width (full text in the story)
+SPEC_WIDTH = 10     # the specialization column's least width (full text in the story)
 NAME_WIDTH = 24
 COLUMNS = ("kernel", "time", "launches", "grid", "specialization")
 
@@ -25,15 +25,17 @@ def elide(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def spec_text(trace: CompileTrace) -> str:
-    """A specialization as `BLOCK=1024, warps=4` (its signature when it has no constexprs)."""
+def spec_text(trace: CompileTrace, first: frozenset = frozenset()) -> str:
+    """A specialization as `BLOCK=1024, warps=4` (its signature when it has no constexprs);
+    the constexprs named in `first` come first."""
     spec = trace.specialization or {}
     constexprs = spec.get("constexprs") or {}
-    parts = [f"{k}={v}" for k, v in constexprs.items()]
+    names = sorted(constexprs, key=lambda name: name not in first)     # stable: file order
+    parts = [f"{name}={constexprs[name]}" for name in names]
     warps = (spec.get("options") or {}).get("num_warps") or spec.get("num_warps")
     if warps:
         parts.append(f"warps={warps}")
-    return ", ".join(parts) or str(spec.get("signature", ""))
+    return ", ".join(parts) or signature_text(spec.get("signature"))
 
 
 def time_text(trace: CompileTrace) -> str:
@@ -50,11 +52,22 @@ def time_text(trace: CompileTrace) -> str:
     return f"{medians[0]:.4g} ms ({where})"
 
 
-def _row_cells(trace: CompileTrace) -> list[str]:
+def differing_constexprs(traces: list) -> dict:
+    """Kernel name -> the constexprs whose values differ between its specializations (what
+    tells its rows apart, so the table shows those first)."""
+    values: dict = {}
+    for trace in traces:
+        for name, value in ((trace.specialization or {}).get("constexprs") or {}).items():
+            values.setdefault(trace.kernel_name, {}).setdefault(name, set()).add(str(value))
+    return {kernel: frozenset(name for name, seen in names.items() if len(seen) > 1)
+            for kernel, names in values.items()}
+
+
+def _row_cells(trace: CompileTrace, first: frozenset = frozenset()) -> list[str]:
     """A kernel's table cells, the specialization in full (elided when the row is added)."""
     grid = "×".join(str(g) for g in trace.launches[0].grid) if trace.launches else "—"
     return [elide(trace.kernel_name, NAME_WIDTH), time_text(trace), str(len(trace.launches)),
-            grid, spec_text(trace)]
+            grid, spec_text(trace, first)]
 
 
 def spec_width(rows: list[list[str]], table_width: int) -> int:
@@ -103,7 +116,9 @@ class KernelList(Vertical):
 
     def _fill(self, table: DataTable) -> None:
         """(Re)write the rows, the specialization elided to the width the table has now."""
-        rows = [_row_cells(trace) for trace in self.traces]
+        first = differing_constexprs(self.traces)
+        rows = [_row_cells(trace, first.get(trace.kernel_name, frozenset()))
+                for trace in self.traces]
         width = spec_width(rows, table.size.width or self.app.size.width)
         cursor = table.cursor_row
         table.clear()

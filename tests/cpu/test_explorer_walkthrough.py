@@ -89,7 +89,7 @@ def test_the_story_gets_the_room_and_rows_that_differ_late_are_told_apart():
 
 def test_the_spec_column_takes_what_the_other_columns_leave():
     rows = [["k", "1 ms (gpu)", "3", "4", "x" * 200]]
-    assert spec_width(rows, 80) < spec_width(rows, 160) and spec_width(rows, 20) == 20
+    assert spec_width(rows, 80) < spec_width(rows, 160) and spec_width(rows, 20) == 10
 
 
 def test_launches_of_several_sizes_show_a_range_not_one_median():
@@ -185,3 +185,40 @@ def test_interpreted_launches_are_labelled_in_every_view():
             return first, screen_text(app)
     first, timings = asyncio.run(drive())
     assert "(interp)" in first and "interpreter (wall time)" in timings
+
+
+def test_the_constexprs_that_tell_rows_apart_come_first():
+    """The sample attention's four rows all began `stride_qk=1, stride_kk=…` at 80x24."""
+    from explorer.views.kernel_list import differing_constexprs, spec_text
+    common = {"stride_qk": 1, "stride_kk": 1, "stride_vk": 1}
+    traces = [_trace("attn", {**common, "HEAD_DIM": d, "CAUSAL": c})
+              for d in (64, 128) for c in (False, True)] + [_trace("other", common)]
+    first = differing_constexprs(traces)
+    assert first == {"attn": frozenset({"HEAD_DIM", "CAUSAL"}), "other": frozenset()}
+    assert spec_text(traces[1], first["attn"]).startswith("HEAD_DIM=64, CAUSAL=True, stride_qk")
+    assert spec_text(traces[4], first["other"]).startswith("stride_qk=1")
+
+
+def test_80x24_shows_the_launch_times_before_the_long_pass_list():
+    """The sample matmul's story ended at `launches:` at 80x24, its times below the fold."""
+    from compiler.trace import PassRecord
+    trace = _trace("matmul_kernel", LONG, launches=[_launch(4096, 34.5)])
+    trace.passes = [PassRecord("ttgir", f"a-rather-long-pass-name-{i}", changed=True)
+                    for i in range(12)]
+    text, _, _ = asyncio.run(_first_screen(ExplorerApp([trace]), (80, 24)))
+    assert "1 × median 34.5 ms" in text
+
+
+def test_pass_records_with_one_index_do_not_crash_the_timeline():
+    """Records that repeat an index (a hand-made or merged trace file) raised DuplicateKey."""
+    from compiler.trace import PassRecord
+    trace = _trace(launches=[_launch(64, 1.0)])
+    trace.passes = [PassRecord("ttgir", name, changed=True) for name in ("cse", "dce")]
+
+    async def drive():
+        app = ExplorerApp([trace])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("3")
+            await pilot.pause()
+            return app.query_one("#pass-table").row_count
+    assert asyncio.run(drive()) == 2
