@@ -85,7 +85,9 @@ def throughput(declared: dict, time_ms: float) -> str:
 
 
 def _shapes_text(shapes: tuple) -> str:
-    return " ".join("×".join(map(str, shape)) or "scalar" for shape in shapes)
+    """The distinct argument shapes, in order: `[98432]` for three arrays of that size."""
+    texts = ("×".join(map(str, shape)) or "scalar" for shape in shapes)
+    return " ".join(dict.fromkeys(texts))
 
 
 def size_groups(trace: CompileTrace) -> dict:

@@ -48,8 +48,13 @@ def time_text(trace: CompileTrace) -> str:
     medians = sorted(statistics.median(launch.time_ms for launch in group)
                      for group in size_groups(trace).values())
     if len(medians) > 1:
-        return f"{medians[0]:.3g}–{medians[-1]:.3g} ms ({where}, {len(medians)} sizes)"
+        return f"{_short_ms(medians[0])}–{_short_ms(medians[-1])} ms ({where})"
     return f"{medians[0]:.4g} ms ({where})"
+
+
+def _short_ms(value: float) -> str:
+    """Three significant digits, without an exponent below 10^6."""
+    return f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
 
 
 def differing_constexprs(traces: list) -> dict:
