@@ -110,7 +110,7 @@ class KernelList(Vertical):
     def _hint(self) -> str:
         if self.traces:
             return "Enter opens the highlighted kernel · 1-7 switch views · ? help"
-        return "no kernel to open: the messages above say why · g compile one · ? help · q quit"
+        return "no kernel to open (see the messages) · g compile one · ? help · q quit"
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -156,6 +156,7 @@ class KernelList(Vertical):
             self.traces.append(trace)
         self._fill(self.query_one(DataTable))
         self.query_one("#kernel-hint", Static).update(self._hint())
+        self.set_class(False, "-no-kernels")
 
     def show_messages(self, messages: list[str]) -> None:
         """Show errors and notes (what was not run and why) under the table."""
@@ -165,6 +166,7 @@ class KernelList(Vertical):
         widget = self.query_one("#kernel-messages", Static)
         widget.update(plain("\n".join(notes)))
         self.query_one("#kernel-messages-scroll").display = bool(notes)
+        self.set_class(not self.traces, "-no-kernels")     # the messages take the screen
 
     def action_open(self) -> None:
         table = self.query_one(DataTable)

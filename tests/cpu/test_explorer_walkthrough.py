@@ -163,14 +163,17 @@ def test_save_names_the_absolute_path_and_the_hint_fits_an_empty_list(tmp_path, 
             target = app.save_text("text\n", "out.txt")
             await pilot.pause()
             saved = [n.message for n in app._notifications]
-        empty = ExplorerApp([], ["k.py:1:1: error: nothing compiled"])
+        messages = [f"k.py:{n}:1: error: line {n} of a long error" for n in range(30)]
+        empty = ExplorerApp([], messages)
         async with empty.run_test(size=(80, 24)):
             hint = str(empty.query_one("#kernel-hint").render())
-        return target, saved, hint
-    target, saved, hint = asyncio.run(drive())
+            rows = empty.query_one("#kernel-messages-scroll").size.height
+        return target, saved, hint, rows
+    target, saved, hint, rows = asyncio.run(drive())
     assert (tmp_path / "out.txt").read_text() == "text\n"
     assert saved == [f"saved 1 line(s) to {tmp_path / 'out.txt'}"]
-    assert "Enter" not in hint and "the messages above say why" in hint
+    assert "Enter" not in hint and "q quit" in hint and len(hint) <= 78
+    assert rows >= 15            # without kernels the messages (06's error) take the screen
 
 
 def test_interpreted_launches_are_labelled_in_every_view():
