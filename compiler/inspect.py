@@ -20,10 +20,12 @@ whose text has the location and a caret, or, for a script, in `RunResult.error`.
 """
 from __future__ import annotations
 
+import ast
 import inspect as _pyinspect
 import linecache
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import traceback
@@ -142,17 +144,42 @@ def describe_user_error(error: BaseException, path: Path) -> str:
     already_located = ":" in text.split("\n", 1)[0] and "^" in text   # file:line:col + caret
     if already_located:
         return text
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).resolve() == path.resolve()]
+    stack = traceback.extract_tb(error.__traceback__)
+    frames = [f for f in stack if Path(f.filename).resolve() == path.resolve()]
     if not frames:
         return message
     frame = frames[-1]
-    source = linecache.getline(frame.filename, frame.lineno).rstrip()
+    text = f"{_frame_location(frame)}: {message}\n{_frame_source(frame)}"
+    # raised deeper, in a module the script imported or called: show that line as well
+    deeper = [f for f in stack[stack.index(frame) + 1:]
+              if not f.filename.startswith("<") and not _in_compiler(f.filename)]
+    if deeper:
+        text += f"\n  raised in {_frame_location(deeper[-1])}:\n{_frame_source(deeper[-1])}"
+    return text
+
+
+def _frame_column(frame) -> int:
+    """The 0-based column of a traceback frame (its line's indent when Python has none)."""
     column = getattr(frame, "colno", None)
     if column is None:
+        source = linecache.getline(frame.filename, frame.lineno)
         column = len(source) - len(source.lstrip())
-    return f"{frame.filename}:{frame.lineno}:{column + 1}: {message}\n    {source}\n    " \
-           f"{' ' * column}^"
+    return column
+
+
+def _frame_location(frame) -> str:
+    return f"{frame.filename}:{frame.lineno}:{_frame_column(frame) + 1}"
+
+
+def _frame_source(frame) -> str:
+    """The frame's source line and a caret under its column, indented by four."""
+    source = linecache.getline(frame.filename, frame.lineno).rstrip()
+    return f"    {source}\n    {' ' * _frame_column(frame)}^"
+
+
+def _in_compiler(filename: str) -> bool:
+    """Whether a file is part of this compiler (its frames are never the user's)."""
+    return Path(filename).resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 def _syntax_error_text(error: SyntaxError) -> str:
@@ -165,6 +192,33 @@ def _syntax_error_text(error: SyntaxError) -> str:
 
 def _is_jit_function(obj) -> bool:
     return callable(getattr(obj, "warmup", None)) and callable(getattr(obj, "fn", None))
+
+
+def _function_tree(jit) -> ast.FunctionDef | None:
+    """The parsed `def` of a @jit function (None when its source cannot be read)."""
+    try:
+        tree = ast.parse(textwrap.dedent(_pyinspect.getsource(jit.fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    return next((node for node in tree.body if isinstance(node, ast.FunctionDef)), None)
+
+
+def _helpers(jits: dict) -> set:
+    """The @jit functions that are helpers, not kernels: those that return a value, and
+    those another @jit function of the script calls. They are compiled inside their callers,
+    never on their own."""
+    trees = {name: _function_tree(obj) for name, obj in jits.items()}
+    helpers = set()
+    for name, tree in trees.items():
+        if tree is None:
+            continue
+        nodes = [node for statement in tree.body for node in ast.walk(statement)]
+        if any(isinstance(node, ast.Return) and node.value is not None for node in nodes):
+            helpers.add(name)
+        helpers |= {node.func.id for node in nodes if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name) and node.func.id in jits
+                    and node.func.id != name}
+    return helpers
 
 
 def _warmup_arguments(jit, given: dict | None = None) -> tuple | None:
@@ -312,6 +366,7 @@ def _warm_up_unlaunched(namespace: dict, recorder, result: RunResult, specs: tup
     problems += [f"--constexpr {name}: no kernel of the script has a constexpr named {name!r} "
                  f"(theirs: {', '.join(sorted(known)) or 'none'})"
                  for name in common if name not in known]
+    helpers = _helpers(jits)
     for kernel_name, obj in jits.items():
         if kernel_name in signatures:
             spec = signatures[kernel_name]
@@ -327,7 +382,7 @@ def _warm_up_unlaunched(namespace: dict, recorder, result: RunResult, specs: tup
                 problems.append(f"{kernel_name}: compiling it with --signature "
                                 f"{spec.describe()} failed: {describe_user_error(error, script)}")
             continue
-        if kernel_name in compiled:
+        if kernel_name in compiled or kernel_name in helpers:
             continue
         guess = _warmup_arguments(obj, {**common, **per_kernel.get(kernel_name, {})})
         if guess is None:

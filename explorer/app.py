@@ -228,5 +228,5 @@ class ExplorerApp(App):
             self.notify(f"could not save {target}: {error.strerror or error}", severity="error",
                         timeout=8)
             return None
-        self.notify(f"saved {len(text.splitlines())} line(s) to {target}")
+        self.notify(f"saved {len(text.splitlines())} line(s) to {target.resolve()}")
         return target

@@ -22,7 +22,7 @@ from pathlib import Path
 from compiler.trace import load_traces
 from explorer import bisect, prof
 from explorer.metrics import format_table, metric_rows, trace_metrics
-from explorer.timing import add_gpu_timing, gpu_present, why_not_timed
+from explorer.timing import add_gpu_timing, gpu_present, interpreter_note, why_not_timed
 
 
 class CompilerMissing(RuntimeError):
@@ -39,17 +39,53 @@ def _door():
     return door
 
 
-def _progress_printer(stream=None):
-    """A `run_file` progress callback that rewrites one status line on a terminal's stderr
-    (None when stderr is not a terminal: logs and pipes get no progress noise)."""
-    stream = stream or sys.stderr
-    if not stream.isatty():
-        return None
+class ProgressLine:
+    """The one status line `run_file` rewrites on a terminal's stderr while a script runs.
+    The script's own output goes through `wrap(stream)`, which clears the line first, so a
+    print never lands in the middle of it (the next tick redraws it below)."""
 
-    def show(progress) -> None:
-        stream.write("\r" + progress.line() + "\x1b[K")
-        stream.flush()
-    return show
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def show(self, progress) -> None:
+        """`run_file`'s progress callback: rewrite the line."""
+        self.stream.write("\r" + progress.line() + "\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        """Erase the line if it is on screen."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+    def wrap(self, stream):
+        """`stream` with every write preceded by `clear()`."""
+        return _ClearingStream(stream, self)
+
+
+class _ClearingStream:
+    """A text stream that clears a ProgressLine before each write (all else delegated)."""
+
+    def __init__(self, stream, line: ProgressLine) -> None:
+        self._stream, self._line = stream, line
+
+    def write(self, text: str) -> int:
+        if text:
+            self._line.clear()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _progress_line(stream=None) -> ProgressLine | None:
+    """A ProgressLine on a terminal's stderr (None when stderr is not a terminal: logs and
+    pipes get no progress noise)."""
+    stream = stream or sys.stderr
+    return ProgressLine(stream) if stream.isatty() else None
 
 
 def _load_trace_file(path: str) -> list:
@@ -178,14 +214,17 @@ def explore(argv: list[str]) -> int:
     door = _door()
     pipelines = door.parse_stage_overrides(args.passes)
     specs = door.parse_kernel_specs(args.signature, args.constexpr)
-    progress = _progress_printer()
+    line = _progress_line()
     # in headless modes the script's own prints go to stderr, so stdout stays parseable
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+    out, err = (sys.stderr if args.json else sys.stdout), sys.stderr
+    if line is not None:
+        out, err = line.wrap(out), line.wrap(err)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         result = door.run_file(args.file, script_args, interpret=args.no_gpu,
-                               pipelines=pipelines, only_kernel=args.kernel, progress=progress,
-                               specs=specs)
-    if progress is not None:
-        sys.stderr.write("\r\x1b[K")
+                               pipelines=pipelines, only_kernel=args.kernel,
+                               progress=line.show if line else None, specs=specs)
+    if line is not None:
+        line.clear()
 
     def recompiler(trace, pipelines):
         arguments = result.recorder.arguments_of(trace) if result.recorder else None
@@ -195,7 +234,9 @@ def explore(argv: list[str]) -> int:
     compiled = {trace.kernel_name for trace in result.traces}
     prompt = {"signature_compiler": lambda text: door.compile_with_signature(result.kernels, text),
               "uncompiled": sorted(set(result.kernels) - compiled)}
-    return _finish(args, result.traces, result.messages, result.error, recompiler, **prompt)
+    interpreted = interpreter_note(result.traces, declined=args.no_gpu)
+    messages = ([interpreted] if interpreted else []) + list(result.messages)
+    return _finish(args, result.traces, messages, result.error, recompiler, **prompt)
 
 
 def _triton_traces(file: str | None, dump: str | None, script_args: list) -> tuple:

@@ -12,6 +12,28 @@ from compiler.trace import CompileTrace
 STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "sass")
 
 
+def specialization(trace: CompileTrace) -> str:
+    """The whole specialization: constexprs, warps and stages, then the signature."""
+    spec = trace.specialization or {}
+    options = spec.get("options") or {}
+    parts = [f"{k}={v}" for k, v in (spec.get("constexprs") or {}).items()]
+    for option in ("num_warps", "num_stages"):
+        value = options.get(option) or spec.get(option)
+        if value:
+            parts.append(f"{option.removeprefix('num_')}={value}")
+    signature = signature_text(spec.get("signature"))
+    return " · ".join(filter(None, [", ".join(parts), f"({signature})" if signature else ""])) \
+        or "none recorded"
+
+
+def signature_text(signature) -> str:
+    """A recorded signature as `x_ptr: *fp32, n: i32` (a {name: type} map) or as it was
+    recorded (a string)."""
+    if isinstance(signature, dict):
+        return ", ".join(f"{name}: {kind}" for name, kind in signature.items())
+    return str(signature or "")
+
+
 def stage_sizes(trace: CompileTrace) -> str:
     """`ttir 40 · ttgir 52 · ...`: the line count of every stage present."""
     return " · ".join(f"{stage} {len(trace.stages[stage].splitlines())}"
@@ -63,19 +85,27 @@ def throughput(declared: dict, time_ms: float) -> str:
 
 
 def _shapes_text(shapes: tuple) -> str:
-    return " ".join("×".join(map(str, shape)) or "scalar" for shape in shapes)
+    """The distinct argument shapes, in order: `[98432]` for three arrays of that size."""
+    texts = ("×".join(map(str, shape)) or "scalar" for shape in shapes)
+    return " ".join(dict.fromkeys(texts))
 
 
-def launch_groups(trace: CompileTrace) -> list[str]:
-    """One line per problem size (argument shapes, grid, warps): launch count, median and
-    min time, and the throughput the declared bytes / flops give at the median."""
+def size_groups(trace: CompileTrace) -> dict:
+    """The timed launches by problem size: (argument shapes, grid, warps, backend) -> the
+    launches of that size, in launch order."""
     groups: dict = {}
     for launch in trace.launches:
         if launch.time_ms is not None:
             key = (tuple(launch.shapes), tuple(launch.grid), launch.num_warps, launch.backend)
             groups.setdefault(key, []).append(launch)
+    return groups
+
+
+def launch_groups(trace: CompileTrace) -> list[str]:
+    """One line per problem size (argument shapes, grid, warps): launch count, median and
+    min time, and the throughput the declared bytes / flops give at the median."""
     lines = []
-    for (shapes, grid, warps, backend), launches in groups.items():
+    for (shapes, grid, warps, backend), launches in size_groups(trace).items():
         times = [launch.time_ms for launch in launches]
         median = statistics.median(times)
         where = "gpu" if backend == "gpu" else "interp"
@@ -87,13 +117,15 @@ def launch_groups(trace: CompileTrace) -> list[str]:
 
 
 def kernel_story(trace: CompileTrace) -> str:
-    """The first screen's summary of one kernel, as plain text."""
-    lines = [f"{trace.kernel_name}",
-             f"stages: {stage_sizes(trace)}",
-             f"passes: {changed_passes(trace)}",
-             f"convert_layout: {convert_layout_path(trace)}",
-             f"ptxas: {resources(trace)}",
-             "launches:"]
-    lines += [f"  {line}" for line in launch_groups(trace)]
+    """The first screen's summary of one kernel, as plain text: the short facts first (its
+    notes, launch times, ptxas, convert_layout, stage sizes) and the long list of changed
+    passes last, so that 80x24 shows the times without scrolling."""
+    lines = [f"{trace.kernel_name}"]
     lines += [f"note: {note}" for note in trace.notes]
+    lines += ["launches:"] + [f"  {line}" for line in launch_groups(trace)]
+    lines += [f"ptxas: {resources(trace)}",
+              f"convert_layout: {convert_layout_path(trace)}",
+              f"stages: {stage_sizes(trace)}",
+              f"specialization: {specialization(trace)}",
+              f"passes: {changed_passes(trace)}"]
     return "\n".join(lines)

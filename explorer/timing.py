@@ -40,6 +40,22 @@ def why_not_timed(trace: CompileTrace, arguments, gpu: bool,
     return None
 
 
+def interpreter_note(traces: list, declined: bool) -> str | None:
+    """The line that says launches ran through the interpreter and why (None when every
+    launch ran on the GPU), so no screen passes interpreter wall time off as GPU time."""
+    count = sum(launch.backend != "gpu" for trace in traces for launch in trace.launches)
+    if not count:
+        return None
+    if declined:
+        why = "--no-gpu was given"
+    elif not gpu_present():
+        why = "no usable NVIDIA GPU here"
+    else:
+        why = "the script asked for the interpreter"
+    return (f"{why}: the script's {count} launch(es) ran through the interpreter, so their "
+            "times are interpreter wall time, not GPU time")
+
+
 def add_gpu_timing(kernel, arguments) -> None:
     """Time `kernel` on `arguments` and record it as a launch of its trace (so the metrics'
     runtime row shows it, labelled gpu)."""

@@ -67,14 +67,15 @@ class PassTimeline(Vertical):
         """Rebuild the table rows."""
         table = self.query_one(DataTable)
         table.clear()
-        for record in self.visible_records():
+        # rows are keyed by position: a trace read from a file may repeat a record's index
+        for position, record in enumerate(self.visible_records()):
             delta = op_delta(self.trace, record)
             changed = Text("error", style="bold red") if record.error else (
                 Text("✓", style="green") if record.changed else Text("·", style="dim"))
             table.add_row(*plain_row(record.index, record.stage, record.name, changed,
                                      f"{delta:+d}" if delta else "",
                                      record.convert_layout_count, f"{record.wall_ms:.2f}",
-                                     patterns_text(record)), key=str(record.index))
+                                     patterns_text(record)), key=str(position))
         self.show_doc(self.visible_records()[0] if self.visible_records() else None)
 
     def record_at_cursor(self) -> PassRecord | None:

@@ -1,5 +1,6 @@
 """The explorer's main screens, each reached by a few key presses from a fresh app; used by the
-SVG snapshot tests and, run as a script, to export the README screenshots:
+SVG snapshot tests (tests/cpu/test_explorer_snapshots.py) and, run as a script, to export the
+README screenshots:
 
     python tests/cpu/explorer_screens.py docs/screenshots [--reference]
 
@@ -8,7 +9,10 @@ SVG snapshot tests and, run as a script, to export the README screenshots:
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -70,7 +74,34 @@ async def _help(app, pilot):
 
 SCREENS = {"kernels": _kernels, "stages": _stages, "passes": _passes, "diff": _diff,
            "layouts": _layouts, "linked": _linked, "pipeline": _pipeline,
-           "timings": _timings, "help": _help}
+           "timings": _timings, "error": _kernels, "help": _help}
+
+# The error screen: a script whose second kernel failed to compile (a located error, as the
+# compiler words it), the first run through the interpreter (the line cli.py adds then).
+ERROR_MESSAGES = [
+    "kernels/attention.py:14:11: error: tl.dot needs two 2-D operands; got tensor<64xf16> "
+    "and tensor<64x64xf16>\n    acc = tl.dot(q, k)\n          ^",
+    "no usable NVIDIA GPU here: the script's 3 launch(es) ran through the interpreter, so "
+    "their times are interpreter wall time, not GPU time",
+]
+
+
+def make_app(name: str, traces: list) -> ExplorerApp:
+    """A fresh app for screen `name` (the error screen has its own messages and launches)."""
+    if name != "error":
+        return ExplorerApp(traces)
+    interpreted = replace(traces[1], launches=[replace(launch, backend="interpreter")
+                                               for launch in traces[1].launches])
+    return ExplorerApp([interpreted], list(ERROR_MESSAGES))
+
+
+def screen_text(app) -> str:
+    """The text on the app's screen now, one line per terminal row."""
+    rows: dict = {}
+    for y, piece in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>',
+                               app.export_screenshot()):
+        rows.setdefault(float(y), []).append(html.unescape(piece).replace("\xa0", " "))
+    return "\n".join("".join(rows[y]) for y in sorted(rows))
 
 
 def make_traces() -> list:
@@ -91,18 +122,20 @@ def our_traces() -> list:
     return list(recorder.traces)
 
 
-async def capture(name: str, size: tuple, traces: list) -> str:
-    """The SVG of one screen at a terminal size."""
-    app = ExplorerApp(traces)
+async def capture(name: str, size: tuple, traces: list, as_text: bool = False) -> str:
+    """The SVG of one screen at a terminal size (or, with `as_text`, its text)."""
+    app = make_app(name, traces)
     async with app.run_test(size=size) as pilot:
         await SCREENS[name](app, pilot)
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
+        if as_text:
+            return screen_text(app)
         return app.export_screenshot(title=f"tile-explore · {name}")
 
 
 def main(folder: str, ours: bool = True) -> None:
-    """Export every screen at 160x48 into `folder` (the 80x24 ones are the test snapshots),
+    """Export every screen at 160x48 into `folder`,
     from our compiler's traces of the sample kernels (or Triton's reference with ours=False)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

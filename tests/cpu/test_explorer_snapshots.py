@@ -1,45 +1,58 @@
-"""SVG snapshot tests of the explorer's main screens at 80x24 and 160x48.
+"""Golden SVG snapshots of the explorer's main screens at 80x24 and 160x48, taken and compared
+by pytest-textual-snapshot (syrupy keeps them in `__snapshots__/test_explorer_snapshots/`).
 
-At 80x24 the exported SVG must equal the stored file in tests/cpu/snapshots/ (regenerate with
-TILE_UPDATE_SNAPSHOTS=1 after a deliberate change, and look at the new files); at both sizes the
-screen must show its key text."""
+Each screen is reached from a fresh app by the key presses of `explorer_screens.SCREENS`, on
+traces made from Triton's reference outputs with fixed times and no paths on screen, so the
+pictures do not depend on the machine. Before the picture is compared, the screen must show
+its key text (`KEY_TEXT`): a failure then says what went missing in words.
+
+After a deliberate change to a screen, regenerate and look at the new pictures:
+
+    python -m pytest tests/cpu/test_explorer_snapshots.py --snapshot-update
+
+(a failing run writes `snapshot_report.html`, old and new side by side). The SVG bytes depend
+on the versions of textual, rich and pygments that drew them (`snapshot_renderers.txt`):
+under other versions only the key text is checked, and the test says so as it skips.
+"""
 from __future__ import annotations
 
-import asyncio
-import html
-import os
-import re
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from explorer_fixture import have_reference  # noqa: E402
-from explorer_screens import capture, make_traces  # noqa: E402
+from explorer_screens import SCREENS, make_app, make_traces, screen_text  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_reference(), reason="../shared/reference absent")
-SNAPSHOTS = Path(__file__).parent / "snapshots"
-RENDERERS = SNAPSHOTS / "renderers.txt"
+pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is not installed "
+                    "(pip install -e '.[test]')")
 
-
-def renderer_versions() -> str:
-    """The versions of the packages that draw the SVG: byte comparisons hold only between
-    identical ones."""
-    from importlib.metadata import version
-    return " ".join(f"{name}=={version(name)}" for name in ("textual", "rich", "pygments")) + "\n"
-STORED = ("kernels", "stages", "passes", "diff", "layouts", "linked", "pipeline")
+# beside, not in __snapshots__/ (syrupy would count it as an unused snapshot and fail the run)
+RENDERERS = Path(__file__).parent / "snapshot_renderers.txt"
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 KEY_TEXT = {
-    "kernels": ["softmax_kernel", "add_kernel", "BLOCK=4096", "Enter opens"],
-    "stages": ["ttgir", "tt.load", "#blocked", "Search"],
+    "kernels": ["softmax_kernel", "add_kernel", "BLOCK=4096", "specialization:",
+                "convert_layout: 0 → 7 → 0", "ptxas: 32 registers", "Enter opens"],
+    "stages": ["ttgir", "tt.load", "#blocked", "softmax_kernel · ttgir"],
     "passes": ["convert_layout", "tritongpu-coalesce", "Hide unchanged"],
     "diff": ["tritongpu-coalesce", "convert_layout 7", "Fold unchanged"],
     "layouts": ["#blocked on tensor 4096", "warps", "Export DOT"],
     "linked": ["ttgir line 21", "PTX 47-48", "Python line 17", "setp.lt.s32"],
     "pipeline": ["pipeline", "convert_layout", "registers", "Recompile"],
     "timings": ["GPU (CUDA events)", "median"],
+    "error": ["kernels/attention.py:14:11: error:", "tl.dot(q, k)", "^",
+              "launch(es) ran through", "(interp)"],
     "help": ["tile-explore", "1 Kernels", "2 Stages"],
 }
+
+
+def renderer_versions() -> str:
+    """The versions of the packages that draw the SVG: bytes compare only between identical
+    ones."""
+    return " ".join(f"{name}=={version(name)}" for name in ("textual", "rich", "pygments")) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -47,41 +60,36 @@ def traces():
     return make_traces()
 
 
-def svg_text(svg: str) -> str:
-    """The visible text of a Textual SVG screenshot, pieces joined in document order."""
-    pieces = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
-    return html.unescape("".join(pieces)).replace("\xa0", " ")
+def test_every_screen_has_key_text():
+    assert set(KEY_TEXT) == set(SCREENS)
 
 
-def _check_key_text(name: str, svg: str, size: tuple) -> None:
-    text = svg_text(svg)
-    missing = [key for key in KEY_TEXT[name] if key not in text]
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("name", list(SCREENS))
+def test_screen(name, size, traces, snap_compare, request):
+    """The screen shows its key text, and looks as its stored snapshot does."""
+    shown = {}
+
+    async def drive(pilot):
+        await SCREENS[name](pilot.app, pilot)
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        shown["text"] = screen_text(pilot.app)
+
+    updating = request.config.getoption("--snapshot-update")
+    if not updating and RENDERERS.exists() and RENDERERS.read_text() != renderer_versions():
+        import asyncio
+        from explorer_screens import capture
+        text = asyncio.run(capture(name, SIZES[size], traces, as_text=True))
+        missing = [key for key in KEY_TEXT[name] if key not in text]
+        assert not missing, f"{name} at {size} lacks {missing}"
+        pytest.skip(f"snapshots were drawn by {RENDERERS.read_text().strip()}, this is "
+                    f"{renderer_versions().strip()}: key text checked, pictures not compared "
+                    "(--snapshot-update redraws them)")
+    same = snap_compare(make_app(name, traces), terminal_size=SIZES[size], run_before=drive)
+    missing = [key for key in KEY_TEXT[name] if key not in shown["text"]]
     assert not missing, f"{name} at {size} lacks {missing}"
-
-
-@pytest.mark.parametrize("name", list(KEY_TEXT))
-def test_screen_at_80x24(name, traces):
-    """Key text always; for the main screens also the stored SVG, byte for byte."""
-    svg = asyncio.run(capture(name, (80, 24), traces))
-    _check_key_text(name, svg, (80, 24))
-    if name not in STORED:
-        return
-    path = SNAPSHOTS / f"explorer-{name}-80x24.svg"
-    if os.environ.get("TILE_UPDATE_SNAPSHOTS") == "1" or not path.exists():
-        SNAPSHOTS.mkdir(exist_ok=True)
-        path.write_text(svg)
+    if updating:
         RENDERERS.write_text(renderer_versions())
-        if os.environ.get("TILE_UPDATE_SNAPSHOTS") != "1":
-            pytest.fail(f"no stored snapshot: wrote {path}; check it and run again")
-    if RENDERERS.exists() and RENDERERS.read_text() != renderer_versions():
-        pytest.skip(f"snapshots were rendered with {RENDERERS.read_text().strip()}; this is "
-                    f"{renderer_versions().strip()} (key text was checked; regenerate with "
-                    "TILE_UPDATE_SNAPSHOTS=1 to compare bytes)")
-    assert svg == path.read_text(), (
-        f"{name} differs from {path}; if the change is deliberate, rerun with "
-        "TILE_UPDATE_SNAPSHOTS=1 and review the new SVG")
-
-
-@pytest.mark.parametrize("name", list(KEY_TEXT))
-def test_screen_at_160x48(name, traces):
-    _check_key_text(name, asyncio.run(capture(name, (160, 48), traces)), (160, 48))
+    assert same, (f"{name} at {size} differs from its snapshot: see snapshot_report.html; if "
+                  "the change is deliberate, rerun with --snapshot-update and look at the SVG")

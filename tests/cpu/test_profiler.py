@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -344,8 +345,15 @@ def test_prof_runs_pytest(tmp_path, capsys):
     test_file.write_text(SCRIPT.replace('print("script args", sys.argv[1:])', "")
                          .replace("with proton.scope", "def test_it():\n    pass\n\n\nwith "
                                   "proton.scope"))
-    status = prof.main(["-n", str(tmp_path / "pt"), "--", "python", "-m", "pytest", "-q", "-p",
-                        "no:cacheprovider", str(test_file)])
+    outer = dict(os.environ)
+    try:
+        status = prof.main(["-n", str(tmp_path / "pt"), "--", "python", "-m", "pytest", "-q",
+                            "-p", "no:cacheprovider", str(test_file)])
+    finally:
+        # the nested session's plugins rewrite os.environ (pytest-textual-snapshot points
+        # TEXTUAL_SNAPSHOT_TEMPDIR at a folder it deletes when it ends): the outer session's back
+        os.environ.clear()
+        os.environ.update(outer)
     assert status == 0
     assert "└─ step" in capsys.readouterr().out
 
