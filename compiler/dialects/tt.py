@@ -435,6 +435,24 @@ def _verify_load(op):
             raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
     if len(op.operands) == 3 and op.operands[2].type != op.results[0].type:
         raise VerificationError(op, f"other must have the loaded type {op.results[0].type}")
+    _verify_memory_hints(op, LOAD_CACHE_MODIFIERS)
+
+
+#: Cache hints a load or store may carry (attribute `cache`, the PTX cache operator without its
+#: dot) and eviction policies (attribute `evict`); absent means the default. Triton's values.
+LOAD_CACHE_MODIFIERS = ("ca", "cg", "cv")
+STORE_CACHE_MODIFIERS = ("wb", "cg", "cs", "wt")
+EVICTION_POLICIES = ("evict_first", "evict_last")
+
+
+def _verify_memory_hints(op, cache_modifiers):
+    cache, evict = op.attributes.get("cache"), op.attributes.get("evict")
+    if cache is not None and cache.value not in cache_modifiers:
+        raise VerificationError(op, f"cache modifier '{cache.value}' is not one of "
+                                    f"{', '.join(cache_modifiers)}")
+    if evict is not None and evict.value not in EVICTION_POLICIES:
+        raise VerificationError(op, f"eviction policy '{evict.value}' is not one of "
+                                    f"{', '.join(EVICTION_POLICIES)}")
 
 
 LoadOp = define_op("LoadOp", "tt.load", OperandTypes(_load_result, num_types=1),
@@ -453,6 +471,7 @@ def _verify_store(op):
         mask = op.operands[2].type
         if mask.scalar != IntegerType(1) or shape_of(mask) != shape_of(ptr):
             raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
+    _verify_memory_hints(op, STORE_CACHE_MODIFIERS)
 
 
 StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_types=1),

@@ -11,7 +11,7 @@ from .errors import CompilationError, SemanticError
 
 
 def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = None,
-                  options: dict | None = None):
+                  options: dict | None = None, name: str | None = None):
     """Compile `fn` (a function or an object with `.fn`) into a verified ttir `Module` holding
     `tt.func public @<name>` and private callees reached through `tt.call`.
 
@@ -19,7 +19,8 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `constexprs` maps compile-time parameters (and ints specialized as 1) to values, and
     `attrs["divisibility_16"]` lists parameters known to be multiples of 16. `options["debug"]`
     (the compile option, which TILE_DEBUG=1 sets at the edge) keeps internal tracebacks;
-    `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none.
+    `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none;
+    `options["num_warps"]` is what `tl.extra.cuda.num_threads()` counts from. `name` names the public kernel (default: the function's name).
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -35,11 +36,13 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
         src = FunctionSource.of(fn)
         module = Module(loc=src.location(src.tree))
         mctx = ModuleContext(module, bool(debug),
-                             options.get("default_dot_input_precision") or "tf32")
+                             options.get("default_dot_input_precision") or "tf32",
+                             int(options.get("num_warps") or 4))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}
-        name, _ = generate_function(fn, inner.__name__, params, mctx, "public", arg_attrs)
+        name, _ = generate_function(fn, name or inner.__name__, params, mctx, "public",
+                                    arg_attrs)
         kernel = module.lookup(name)
         if kernel.function_type.results:
             raise CompilationError("a kernel cannot return a value; store results through a "

@@ -104,10 +104,12 @@ class ModuleContext:
     """State shared by all functions compiled into one module: the module, the generated
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
-    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32"):
+    def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
+                 num_warps: int = 4):
         self.module = module
         self.debug = debug
         self.default_dot_input_precision = default_dot_input_precision
+        self.num_warps = num_warps
         self.callees: dict = {}
         self.stack: list = []
 
@@ -120,7 +122,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.mctx = mctx
         self.builder = builder
         self.sem = Semantic(builder, mctx.default_dot_input_precision,
-                            call_function=self.call_from_builtin)
+                            call_function=self.call_from_builtin, num_warps=mctx.num_warps)
         self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None
@@ -917,8 +919,12 @@ class CodeGenerator(ast.NodeVisitor):
                                "functions can be called")
 
     def call_builtin(self, node, fn, args, kwargs):
-        """Call a builtin's implementation with the semantic context first, after checking the arguments bind."""
+        """Call a builtin's implementation with the semantic context first, after checking the
+        arguments bind. A `None` written in the call (`tl.atomic_max(p, v, None, "acquire")`)
+        or passed as a constexpr None reaches the builtin as plain None, its "not given"."""
         impl = builtin_impl(fn)
+        args = [None if _is_none(a) else a for a in args]
+        kwargs = {k: None if _is_none(v) else v for k, v in kwargs.items()}
         try:
             inspect.signature(impl).bind(self.sem, *args, **kwargs)
         except TypeError as exc:
@@ -1094,6 +1100,11 @@ def _host_helpers() -> dict:
 def cond_value(c) -> object:
     """The Python value of a compile-time condition or option."""
     return _unwrap(c)
+
+
+def _is_none(value) -> bool:
+    """True for None and for a constexpr holding None."""
+    return value is None or (isinstance(value, constexpr) and value.value is None)
 
 
 def _unwrap(x):

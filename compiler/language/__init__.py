@@ -17,7 +17,8 @@ from .standard import (  # noqa: F401
     cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, erf, exp, exp2, expand_dims,
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
-    sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
+    sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, swizzle2d, trans,
+    view, where,
     zeros, zeros_like, reduce, associative_scan, to_tensor, umulhi, cast)
 from .block_pointers import (advance, load_tensor_descriptor, make_block_ptr,  # noqa: F401,E402
                              make_tensor_descriptor, store_tensor_descriptor)
@@ -27,3 +28,4 @@ from . import random  # noqa: F401,E402  (after standard: it is written with the
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 
+from . import extra  # noqa: F401,E402  (tl.extra.cuda / tl.extra.libdevice, as in Triton)

@@ -3,8 +3,9 @@
 Written in the DSL as Triton writes its own `random` module, so a kernel calling `tl.rand`
 compiles these functions like its own @jit helpers. A stream is named by a `seed` (an integer
 scalar) and each element by its `offset`: the same (seed, offset) pair gives the same number in
-every launch, on the GPU and in the interpreter. 32-bit offsets use Philox with 32-bit words
-(the seed's two halves are the key); 64-bit offsets use 64-bit words (the seed is the first
+every launch, on the GPU and in the interpreter. `randint4x` and the functions built on it
+use Philox with 32-bit words (the seed's two halves are the key; a 64-bit offset fills two
+counter words); `philox` itself also takes 64-bit counters (64-bit words, the seed the first
 key word). Entry points: `randint`, `randint4x`, `rand`, `rand4x`, `randn`, `randn4x`,
 `philox`, `philox_impl`, `uint_to_uniform_float`, `pair_uniform_to_normal`.
 """
@@ -79,9 +80,16 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
 
 @library_function
 def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    """Four blocks of random integers (as wide as `offset`) for each offset."""
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    """Four blocks of random uint32 for each offset: Philox 4x32 of the counter (the offset's
+    low 32 bits, its high 32 bits, 0, 0), so a 64-bit offset gives 32-bit numbers too (as in
+    Triton 3.6; call `philox` with 64-bit counters for 64-bit words)."""
+    low = offset.to(tl.uint32)
+    zero = low * 0
+    if offset.dtype.primitive_bitwidth > 32:
+        high = (offset.to(tl.uint64) >> 32).to(tl.uint32)
+    else:
+        high = zero
+    return philox(seed, low, high, zero, zero, n_rounds)
 
 
 @library_function

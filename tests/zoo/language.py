@@ -64,8 +64,9 @@ def _make_combine(rng):
 
 
 # ---- random numbers ---------------------------------------------------------------------------
-def philox_reference(seed: int, offsets, bits: int) -> np.ndarray:
-    """Philox 4xW-10 of the counters (offset, 0, 0, 0), in Python integers: shape [n, 4]."""
+def philox_reference(seed: int, offsets, bits: int, split_offsets: bool = False) -> np.ndarray:
+    """Philox 4xW-10 of the counters (offset, 0, 0, 0), in Python integers: shape [n, 4]. With
+    `split_offsets`, the counters are (offset's low word, its high word, 0, 0)."""
     mask = (1 << bits) - 1
     if bits == 32:
         mul_a, mul_b, step_a, step_b = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
@@ -76,7 +77,8 @@ def philox_reference(seed: int, offsets, bits: int) -> np.ndarray:
         key = (seed & mask, 0)
     out = []
     for offset in offsets:
-        c0, c1, c2, c3 = int(offset) & mask, 0, 0, 0
+        high = (int(offset) >> bits) & mask if split_offsets else 0
+        c0, c1, c2, c3 = int(offset) & mask, high, 0, 0
         k0, k1 = key
         for _ in range(10):
             p0, p2 = mul_a * c0, mul_b * c2
@@ -98,15 +100,18 @@ def randint4x_kernel(out_ptr, seed, n, BLOCK: tl.constexpr, OFFSET_DTYPE: tl.con
     tl.store(out_ptr + offs * 4 + 3, r3, mask=mask)
 
 
-def _make_randint4x(bits):
+def _make_randint4x(offset_bits):
+    """tl.randint4x gives Philox 4x32 numbers for 32- and 64-bit offsets alike (a 64-bit
+    offset's high word is the second counter word); stored zero-extended."""
     def make(rng):
         n = awkward(rng, 100, 600, 128)
         seed = int(rng.integers(0, 2**40))
-        ref = philox_reference(seed, range(n), bits).reshape(-1)
-        dt = np.int32 if bits == 32 else np.int64
-        expected = ref.astype(np.uint32 if bits == 32 else np.uint64).view(dt)
+        ref = philox_reference(seed, range(n), 32, split_offsets=True).reshape(-1)
+        dt = np.int32 if offset_bits == 32 else np.int64
+        expected = ref.astype(np.uint32).view(np.int32) if offset_bits == 32 else \
+            ref.astype(np.int64)
         return Case([np.zeros(4 * n, dt), seed, n], (triton.cdiv(n, 128),), {0: expected},
-                    {"BLOCK": 128, "OFFSET_DTYPE": tl.int32 if bits == 32 else tl.int64},
+                    {"BLOCK": 128, "OFFSET_DTYPE": tl.int32 if offset_bits == 32 else tl.int64},
                     {"num_warps": 4})
     return make
 
@@ -457,7 +462,7 @@ def _make_small_batched_dot(rng):
 ENTRIES = [
     ZooKernel("reduce_scan_user_combine", combine_kernel, _make_combine),
     ZooKernel("randint4x_philox32", randint4x_kernel, _make_randint4x(32)),
-    ZooKernel("randint4x_philox64", randint4x_kernel, _make_randint4x(64)),
+    ZooKernel("randint4x_int64_offsets", randint4x_kernel, _make_randint4x(64)),
     ZooKernel("rand_randn", rand_kernel, _make_rand, RANDN, RANDN),
     ZooKernel("join_split_interleave_cat_flip", shapes_kernel, _make_shapes),
     ZooKernel("flip_f32_nan_negzero", flip_float_kernel, _make_flip_float),
