@@ -78,6 +78,10 @@ class CompileOptions(NvidiaOptions):
             values["debug"] = True
         if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
             values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
+        default_fusion = environ.get("TILE_DEFAULT_FP_FUSION",
+                                     environ.get("TRITON_DEFAULT_FP_FUSION"))
+        if default_fusion is not None and values.get("enable_fp_fusion") is None:
+            values["enable_fp_fusion"] = default_fusion.strip().lower() in ("1", "true", "on")
         override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
         if override_arch and values.get("arch") is None:
             values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it

@@ -626,6 +626,19 @@ AssertOp = define_op("AssertOp", "tt.assert", None,
                      (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier),
                      condition=operand(0))
 
+def _verify_assume(op):
+    expect_operands(op, 1)
+    if op.operands[0].type != IntegerType(1):
+        raise VerificationError(op, f"takes a scalar i1 condition, got {op.operands[0].type}")
+
+
+# Kept (MemoryWrite) although it writes nothing: no pass may drop or move the promise.
+AssumeOp = define_op("AssumeOp", "llvm.intr.assume", OperandTypes(lambda types, attrs: None),
+                     (MemoryWrite,), _verify_assume,
+                     "tl.assume: a promise that the scalar condition holds, for LLVM to draw "
+                     "facts from (`llvm.assume`); it is not checked.", condition=operand(0))
+
+
 # ---- in-kernel profiling ----------------------------------------------------------------------
 class _ProfileRecordSyntax(Syntax):
     """`tt.profile_enter 3 "loop L12" {attrs}`: the region id, then its name."""
@@ -690,6 +703,7 @@ set_counts([AtomicRMWOp], operands=(2, 3), results=1)
 set_counts([AtomicCASOp, DotOp], operands=3, results=1)
 set_counts([ReduceOp, ScanOp], operands=(1, None), results=(1, None), regions=1)
 set_counts([PrintOp, AssertOp], operands=ANY, results=0)
+set_counts([AssumeOp], operands=1, results=0)
 set_counts([ProfileEnterOp, ProfileExitOp], operands=0, results=0)
 set_attribute_kinds([FuncOp], sym_name=StringAttr, function_type=TypeAttr)
 set_attribute_kinds([CallOp], callee=SymbolRefAttr)

@@ -493,7 +493,7 @@ class CodeGenerator(ast.NodeVisitor):
         attrs = {}
         for key, attr in (("num_stages", "tt.num_stages"),
                           ("loop_unroll_factor", "tt.loop_unroll_factor")):
-            if kwargs.get(key) is not None:
+            if not _is_none(kwargs.get(key)):      # None (even as a constexpr): no hint
                 attrs[attr] = int_attr(cond_value(kwargs[key]))
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
@@ -743,8 +743,9 @@ class CodeGenerator(ast.NodeVisitor):
                     and item.step is None:
                 dim += 1
             else:
-                raise self.error(item, "tensors can only be indexed with None (a new axis) and "
-                                       "`:` (keep an axis), e.g. x[:, None]")
+                raise self.error(item, "unsupported tensor index: tensors can only be indexed "
+                                       "with None (a new axis) and `:` (keep an axis), e.g. "
+                                       "x[:, None]")
         if sum(1 for i in items if isinstance(i, ast.Slice)) > len(t.shape):
             raise self.error(node, f"too many indices for a tensor of rank {len(t.shape)}")
         return result
@@ -911,6 +912,11 @@ class CodeGenerator(ast.NodeVisitor):
             return constexpr(fn(*[a.value for a in args]))
         if isinstance(getattr(fn, "__self__", None), dtype):
             return constexpr(fn(*[_unwrap(a) for a in args]))
+        if isinstance(fn, type) and issubclass(fn, dtype) and \
+                all(isinstance(a, constexpr) for a in [*args, *kwargs.values()]):
+            # a type made at compile time: tl.pointer_type(x.dtype), tl.block_type(...)
+            return constexpr(fn(*[a.value for a in args],
+                                **{k: v.value for k, v in kwargs.items()}))
         name = getattr(fn, "__name__", repr(fn))
         if isinstance(fn, types.FunctionType):
             raise self.error(node, f"cannot call the plain Python function '{name}' from a "

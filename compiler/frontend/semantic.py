@@ -18,7 +18,8 @@ here as numbered rules:
   R5  Both integers: C's usual arithmetic conversions (the wider wins; at equal width the
       unsigned one wins; a wider signed beats a narrower unsigned); `/`, `//`, `%` of mixed
       signedness is rejected.
-  R6  Python scalars become int32 (or uint32/int64/uint64 when they do not fit), fp32, or int1.
+  R6  Python scalars become int32 (or uint32/int64/uint64 when they do not fit), fp32 (fp64
+      when the magnitude is outside fp32's normal range: 1e50, 1e-40), or int1.
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def is_python_number(x) -> bool:
     return isinstance(v, numbers.Number) and not isinstance(v, tensor)
 
 
+FP32_MIN_NORMAL = 2.0 ** -126
+FP32_MAX = (2.0 - 2.0 ** -23) * 2.0 ** 127
+
+
 def literal_dtype(value) -> dtype:
     """R6: the dtype a Python scalar takes."""
     if isinstance(value, bool):
@@ -56,7 +61,11 @@ def literal_dtype(value) -> dtype:
             return tl.uint64
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return tl.float32
+        magnitude = abs(value)
+        if magnitude in (0.0, float("inf")) or value != value or \
+                FP32_MIN_NORMAL <= magnitude <= FP32_MAX:
+            return tl.float32
+        return tl.float64
     raise SemanticError(f"cannot use {value!r} of Python type {type(value).__name__} as a value "
                         "in a kernel; use a number, a tensor or a dtype")
 
@@ -418,10 +427,21 @@ class Semantic:
         return self._binary("remui" if a.dtype.is_int_unsigned() else "remsi", a, b)
 
     def _int_only(self, name: str, a, b, op: str) -> tensor:
+        a, b = self._int_operands(a, b, op)
+        return self._binary(name, a, b)
+
+    def _int_operands(self, a, b, op: str) -> tuple:
+        """`operands` of a bitwise op or shift, which both must be integers (or booleans):
+        a float on either side is refused with both dtypes named, as Triton does."""
+        a_dt = literal_dtype(_value(a)) if is_python_number(a) else getattr(a, "dtype", None)
+        b_dt = literal_dtype(_value(b)) if is_python_number(b) else getattr(b, "dtype", None)
+        if any(dt is not None and dt.is_floating() for dt in (a_dt, b_dt)):
+            raise SemanticError(f"invalid operands of type {a_dt} and {b_dt} for `{op}`: it "
+                                f"needs integer (or boolean) operands")
         a, b = self.operands(a, b)
         if not a.dtype.is_int():
             raise SemanticError(f"`{op}` needs integer (or boolean) operands, got {a.dtype}")
-        return self._binary(name, a, b)
+        return a, b
 
     def and_(self, a, b) -> tensor:
         """`&` on integers or booleans."""
@@ -441,9 +461,7 @@ class Semantic:
 
     def rshift(self, a, b) -> tensor:
         """`>>`: arithmetic shift for signed, logical for unsigned."""
-        a, b = self.operands(a, b)
-        if not a.dtype.is_int():
-            raise SemanticError(f"`>>` needs integer operands, got {a.dtype}")
+        a, b = self._int_operands(a, b, ">>")
         return self._binary("shrui" if a.dtype.is_int_unsigned() else "shrsi", a, b)
 
     def pow(self, a, b) -> tensor:
@@ -525,7 +543,12 @@ class Semantic:
         return self._new(mathd.UNARY_OPS[name], [a], a.type)
 
     def abs(self, a: tensor) -> tensor:
-        """absf / absi (unsigned values pass through)."""
+        """absf / absi (unsigned values pass through); fp8 clears the sign bit of its bits
+        (there is no 8-bit float arithmetic to run math.absf on)."""
+        if a.dtype.is_fp8():
+            bits = self.cast(a, tl.uint8, bitcast=True)
+            cleared = self.and_(bits, constexpr(0x7F))
+            return self.cast(cleared, a.dtype, bitcast=True)
         if a.dtype.is_floating():
             return self._new(mathd.UNARY_OPS["absf"], [a], a.type)
         if a.dtype.is_int_unsigned() or a.dtype.is_bool():

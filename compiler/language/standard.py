@@ -803,11 +803,13 @@ def max_constancy(_sem, input, values) -> tensor:
 
 @builtin
 def assume(_sem, cond) -> None:
-    """A hint that the scalar condition holds. It is checked for type and then dropped: the
-    compiler draws no facts from it, which is always correct (it only forgoes optimizations)."""
+    """A promise that the scalar condition holds (`llvm.intr.assume`): LLVM may optimize by
+    it; it is not checked (a false promise is undefined behaviour, as in Triton)."""
+    from compiler.dialects import tt
     c = _sem.to_tensor(cond)
     if c.is_block() or not c.dtype.is_bool():
         raise SemanticError(f"tl.assume needs a scalar boolean condition, got {c.type}")
+    _sem._op(tt.AssumeOp, [c], None)
 
 
 @builtin

@@ -258,3 +258,111 @@ def test_randint_of_64_bit_offsets_gives_philox_4x32_numbers():
     expected = philox_reference(42, [2 ** 33 + k for k in range(16)], 32, split_offsets=True)
     np.testing.assert_array_equal(out, expected[:, 0].astype(np.int64))
     assert out.max() < 2 ** 32
+
+
+# ---- tl.assume, fp8 abs, compile-time types, literal dtypes --------------------------------------
+@triton.jit
+def _assume_kernel(out_ptr, N: tl.constexpr, BLOCK_N: tl.constexpr):
+    size = N - tl.program_id(0) * BLOCK_N
+    tl.assume(size >= BLOCK_N)
+    tl.store(out_ptr + tl.program_id(0), size)
+
+
+def test_assume_reaches_llvm_and_is_a_no_op_in_the_interpreter():
+    import numpy as np
+    compiled = _assume_kernel.warmup("*i32", N=1024, BLOCK_N=128, grid=(8,))
+    assert "llvm.intr.assume" in compiled.asm["ttir"] and "llvm.assume" in compiled.asm["llir"]
+    out = np.zeros(8, np.int32)
+    _assume_kernel[(8,)](out, N=1024, BLOCK_N=128, interpret=True)
+    np.testing.assert_array_equal(out, 1024 - 128 * np.arange(8))
+
+
+@triton.jit
+def _abs_kernel(X, Z, SIZE: tl.constexpr):
+    offsets = tl.arange(0, SIZE)
+    tl.store(Z + offsets, tl.abs(tl.load(X + offsets)))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("fp8", ["*fp8e5", "*fp8e4nv"])
+def test_abs_of_fp8_clears_the_sign_bit(fp8):
+    compiled = _abs_kernel.warmup(fp8, fp8, SIZE=256, grid=(1,))
+    assert "arith.andi" in compiled.asm["ttir"] and "math.absf" not in compiled.asm["ttir"]
+
+
+@triton.jit
+def _typed_store_kernel(out_ptr, WIDE: tl.constexpr):
+    if WIDE:
+        value = 1e+50
+    else:
+        value = 1e+10
+    tl.store(out_ptr.to(tl.pointer_type(value.dtype)), value)
+
+
+@pytest.mark.parametrize("wide, kind", [(True, "f64"), (False, "f32")])
+def test_pointer_type_is_callable_and_huge_float_literals_are_fp64(wide, kind):
+    ttir = _typed_store_kernel.warmup("*fp32", WIDE=wide, grid=(1,)).asm["ttir"]
+    assert f": {kind} loc" in ttir.split("arith.constant", 1)[1].splitlines()[0] + " loc"
+
+
+# ---- loop hints, None arguments, messages Triton's tests match -----------------------------------
+@triton.jit
+def _hinted_loop_kernel(x, ub):
+    for i in tl.range(0, ub, num_stages=None, loop_unroll_factor=None):
+        tl.store(x + i, tl.sum(tl.full((32, 32), 1, dtype=tl.int1), dtype=None))
+
+
+def test_none_loop_hints_add_no_attribute_and_none_dtype_is_the_default():
+    ttir = _hinted_loop_kernel.warmup("*i32", "i32", grid=(1,)).asm["ttir"]
+    assert "num_stages" not in ttir and "loop_unroll_factor" not in ttir
+
+
+@triton.jit
+def _slice_kernel(x):
+    x[10:]
+
+
+@triton.jit
+def _float_bitand_kernel(x, y):
+    tl.store(x, tl.load(x) & tl.load(y))
+
+
+def test_messages_match_the_ones_tritons_tests_expect():
+    assert "unsupported tensor index" in _error_of(_slice_kernel, "*fp32")
+    assert "invalid operands of type uint32 and bf16" in _error_of(_float_bitand_kernel,
+                                                                   "*u32", "*bf16")
+
+
+# ---- fp fusion default, fp8 split accumulation ---------------------------------------------------
+@triton.jit
+def _mul_add_kernel(data):
+    offsets = tl.arange(0, 128)
+    tl.store(data + offsets, tl.load(data + offsets) * 1.5 + 1.0)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("value, fused", [("0", False), ("1", True)])
+def test_default_fp_fusion_comes_from_the_environment(monkeypatch, value, fused):
+    import re
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", value)
+    # (num_warps differs so that the kernel's in-memory cache, keyed by the launch, misses)
+    ptx = _mul_add_kernel.warmup("*fp32", grid=(1,), num_warps=1 + int(fused)).asm["ptx"]
+    assert (re.search(r"(mad|fma)\.r[nzmp]\.(ftz\.)?f32", ptx) is not None) == fused
+
+
+@triton.jit
+def _fp8_matmul_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr, IMPRECISE: tl.constexpr):
+    rows = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + rows[:, None] * BLOCK + rows[None, :])
+    b = tl.load(b_ptr + rows[:, None] * BLOCK + rows[None, :])
+    acc = tl.dot(a, b, acc=tl.zeros((BLOCK, BLOCK), tl.float32), max_num_imprecise_acc=IMPRECISE)
+    tl.store(c_ptr + rows[:, None] * BLOCK + rows[None, :], acc)
+
+
+def test_fp8_split_accumulation_adds_each_partial_sum_in_f32():
+    """Hopper's fp8 wgmma accumulates in reduced precision: every IMPRECISE K elements the
+    partial sum is added to the f32 accumulator, with fadds PTX prints as `add.f32` (what
+    test_dot_max_num_imprecise_acc counts: accumulator registers times K / IMPRECISE)."""
+    compiled = _fp8_matmul_kernel.warmup("*fp8e5:16", "*fp8e5:16", "*fp32:16", BLOCK=64,
+                                         IMPRECISE=32, grid=(1,), num_warps=8)
+    assert compiled.asm["ptx"].count("add.f32") == 64 * 64 // 256 * (64 // 32)

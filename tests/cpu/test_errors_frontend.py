@@ -218,7 +218,7 @@ CASES = [
     (k_arange_pow2, SIG, {}, "tl.arange", "must be a positive power of two"),
     (k_shape_mismatch, SIG, {}, "a + b", "shapes [16] and [32] are incompatible"),
     (k_float_bitand, {"X": "*fp32", "n": "i32"}, {}, "x & 1",
-     "`&` needs integer (or boolean) operands, got fp32"),
+     "invalid operands of type fp32 and int32 for `&`: it needs integer (or boolean) operands"),
     (k_unknown_tl, SIG, {}, "tl.frobnicate", "unknown name tl.frobnicate"),
     (k_if_type_change, SIG, {}, "if n", "variable 'v' is an fp32 scalar in the then-branch but an "
                                         "int32 scalar in the else-branch"),
