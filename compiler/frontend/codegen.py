@@ -432,16 +432,26 @@ class CodeGenerator(ast.NodeVisitor):
         else:
             self.scf_for(node, args, kwargs)
 
-    def _range_bounds(self, node, args):
-        if not 1 <= len(args) <= 3:
+    def _range_bounds(self, node, args, kwargs):
+        """(start, end, step) of a range: positional, or tl.range / tl.static_range's
+        keywords `arg1`, `arg2`, `step` (`tl.static_range(0, N, step=7)`)."""
+        given = list(args) + [None] * (3 - len(args))
+        for index, name in enumerate(("arg1", "arg2", "step")):
+            if name in kwargs:
+                if given[index] is not None:
+                    raise self.error(node.iter, f"range got two values for '{name}'")
+                given[index] = kwargs[name]
+        present = [g is not None for g in given]
+        count = max((i + 1 for i, p in enumerate(present) if p), default=0)
+        if count == 0 or len(args) > 3 or not all(present[:count]):
             raise self.error(node.iter, f"range takes 1 to 3 arguments, got {len(args)}")
-        if len(args) == 1:
-            return constexpr(0), args[0], constexpr(1)
-        return args[0], args[1], args[2] if len(args) == 3 else constexpr(1)
+        if count == 1:
+            return constexpr(0), given[0], constexpr(1)
+        return given[0], given[1], given[2] if count == 3 else constexpr(1)
 
     def static_for(self, node, args, kwargs):
         """Unroll a tl.static_range loop: the body once per iteration with a constexpr index."""
-        lb, ub, step = self._range_bounds(node, args)
+        lb, ub, step = self._range_bounds(node, args, kwargs)
         bounds = []
         for b in (lb, ub, step):
             if not isinstance(b, constexpr) or not isinstance(b.value, int):
@@ -454,7 +464,7 @@ class CodeGenerator(ast.NodeVisitor):
 
     def scf_for(self, node, args, kwargs):
         """Emit scf.for with the loop-carried variables found before visiting the body."""
-        lb, ub, step = self._range_bounds(node, args)
+        lb, ub, step = self._range_bounds(node, args, kwargs)
         negative_step = isinstance(step, constexpr) and isinstance(step.value, int) \
             and step.value < 0
         if isinstance(step, constexpr) and step.value == 0:
