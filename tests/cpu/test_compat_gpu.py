@@ -398,3 +398,20 @@ def _scaled_dot_kernel(a, s, c):
 def test_dot_scaled_is_a_located_not_supported_error():
     message = _error_of(_scaled_dot_kernel, "*fp8e4nv", "*u8", "*fp32")
     assert "tl.dot_scaled (e4m3 x e4m3) is not supported" in message and "^" in message
+
+
+@triton.jit
+def _f16_dot_kernel(a, b, c, N: tl.constexpr):
+    rows = tl.arange(0, N)
+    x = tl.load(a + rows[:, None] * N + rows[None, :])
+    y = tl.load(b + rows[:, None] * N + rows[None, :])
+    tl.store(c + rows[:, None] * N + rows[None, :], tl.dot(x, y, out_dtype=tl.float16))
+
+
+def test_an_f16_accumulator_on_the_fma_path_is_carried_in_f32():
+    """test_dot3d's f16-out dots run on FMA here: rounding every fma to f16 lost accuracy K
+    times over; the loop keeps f32 and rounds once, as a tensor core would."""
+    llir = _f16_dot_kernel.warmup("*fp16:16", "*fp16:16", "*fp16:16", N=32, grid=(1,),
+                                  num_warps=1).asm["llir"]
+    assert "llvm.fmuladd.f32" in llir and "fmuladd.f16" not in llir
+    assert "fptrunc" in llir
