@@ -26,7 +26,7 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
-from .early_return import fold_early_returns
+from .early_return import RETURN_NAME, fold_early_returns
 from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
                      UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
@@ -366,6 +366,10 @@ class CodeGenerator(ast.NodeVisitor):
                 a = self._runtime_value(node, name, a)
             with self.builder.at_end_of(else_block):
                 b = self._runtime_value(node, name, b)
+            if a.type != b.type and name == RETURN_NAME:    # returns folded into one value
+                raise self.error(node, f"Inconsistent return types: the function returns "
+                                       f"{_type_text(a)} on one path and {_type_text(b)} on "
+                                       "another; every return must give the same type")
             if a.type != b.type:
                 raise self.error(node, f"Mismatched type for {name}: variable '{name}' is "
                                        f"{_type_text(a)} in the then-branch but {_type_text(b)} "

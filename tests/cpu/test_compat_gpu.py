@@ -415,3 +415,21 @@ def test_an_f16_accumulator_on_the_fma_path_is_carried_in_f32():
                                   num_warps=1).asm["llir"]
     assert "llvm.fmuladd.f32" in llir and "fmuladd.f16" not in llir
     assert "fptrunc" in llir
+
+
+@triton.jit
+def _pick(a, b, choose_b):
+    if choose_b:
+        return b
+    else:
+        return a
+
+
+@triton.jit
+def _const_pick_kernel(in_ptr: tl.const, out, choose):
+    tl.store(_pick(out, in_ptr, choose), 1.0)
+
+
+def test_returns_of_different_types_say_inconsistent_return_types():
+    message = _error_of(_const_pick_kernel, "*fp32", "*fp32", "i32")
+    assert "Inconsistent return types" in message and "^" in message
