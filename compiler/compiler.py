@@ -245,7 +245,7 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
     from compiler.frontend import generate_ttir
     jit = getattr(src, "fn", src)            # the JITFunction: its source may be replaced
     fn = getattr(jit, "fn", jit)
-    name = fn.__name__
+    name = getattr(src, "name", None) or fn.__name__       # an ASTSource's repr hook may rename
     code = getattr(fn, "__code__", None)
     trace = CompileTrace(kernel_name=name,
                          source_file=code.co_filename if code else "",
@@ -262,7 +262,7 @@ def _state_from_source(src, opts: CompileOptions) -> CompileState:
     start = time.perf_counter()
     with Watchdog(opts.stage_timeout_s, "frontend"):
         module = generate_ttir(jit, src.signature, src.constexprs, getattr(src, "attrs", None),
-                               opts.frontend_options())
+                               opts.frontend_options(), name=name)
     trace.stage_times_ms["frontend"] = (time.perf_counter() - start) * 1e3
     return CompileState(name=name, options=opts, trace=trace, ttir=module)
 

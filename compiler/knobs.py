@@ -10,6 +10,8 @@ Groups and knobs (Triton's name -> our variable):
   compilation.front_end_debugging-> TILE_DEBUG           (keep the compiler's tracebacks)
   runtime.interpret              -> TILE_INTERPRET       (run kernels in the interpreter)
   runtime.debug                  -> TILE_DEBUG
+  runtime.override_arch          -> TILE_OVERRIDE_ARCH   (compile for this arch, e.g. "sm80";
+                                                          TRITON_OVERRIDE_ARCH is read too)
   nvidia.ptxas.path              -> TILE_PTXAS_PATH      (`nvidia.ptxas.version` asks that ptxas)
 A knob Triton has and we do not is refused with an AttributeError naming the ones we have.
 """
@@ -105,6 +107,7 @@ class compilation_knobs(base_knobs):
 class runtime_knobs(base_knobs):
     interpret = env_knob("TILE_INTERPRET", bool, False)
     debug = env_knob("TILE_DEBUG", bool, False)
+    override_arch = env_knob("TILE_OVERRIDE_ARCH", str, None)
 
 
 class ptxas_knobs(base_knobs):

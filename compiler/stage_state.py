@@ -78,6 +78,13 @@ class CompileOptions(NvidiaOptions):
             values["debug"] = True
         if environ.get("TILE_KERNEL_DUMP") == "1" and not values.get("dump_dir"):
             values["dump_dir"] = environ.get("TILE_DUMP_DIR", "tile_dump")
+        default_fusion = environ.get("TILE_DEFAULT_FP_FUSION",
+                                     environ.get("TRITON_DEFAULT_FP_FUSION"))
+        if default_fusion is not None and values.get("enable_fp_fusion") is None:
+            values["enable_fp_fusion"] = default_fusion.strip().lower() in ("1", "true", "on")
+        override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
+        if override_arch and values.get("arch") is None:
+            values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it
         if "TILE_STAGE_TIMEOUT" in environ and "stage_timeout_s" not in values:
             values["stage_timeout_s"] = _seconds_from_env("TILE_STAGE_TIMEOUT",
                                                           environ["TILE_STAGE_TIMEOUT"])
@@ -125,10 +132,12 @@ class CompileOptions(NvidiaOptions):
         return {name: getattr(self, name) for name in names}
 
     def frontend_options(self) -> dict:
-        """What the front end reads: `debug` and the default of tl.dot's input_precision
-        (the same keys the interpreter path hands it)."""
+        """What the front end reads: `debug`, the default of tl.dot's input_precision and
+        num_warps (`tl.extra.cuda.num_threads()`); the same keys the interpreter path hands
+        it."""
         return {"debug": self.debug,
-                "default_dot_input_precision": self.default_dot_input_precision}
+                "default_dot_input_precision": self.default_dot_input_precision,
+                "num_warps": self.num_warps}
 
 
 def _seconds_from_env(name: str, text: str) -> float | None:

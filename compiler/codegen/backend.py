@@ -22,8 +22,10 @@ from typing import Any, Callable, ClassVar, Mapping
 StageFn = Callable[[Any], None]
 
 
-class OptionError(ValueError):
-    """A compile option with an unknown name, a wrong type or a value out of range."""
+class OptionError(ValueError, AssertionError):
+    """A compile option with an unknown name, a wrong type or a value out of range. Also an
+    AssertionError: Triton checks its options with asserts, and code written for it catches
+    that (`num_warps=3` raises "must be a power of 2")."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class BackendOptions:
 
     num_warps: int = dataclasses.field(default=4, metadata={
         "check": lambda v: v in (1, 2, 4, 8, 16, 32),
-        "allowed": "a power of two from 1 to 32"})
+        "allowed": "a power of 2 from 1 to 32"})
     num_stages: int = dataclasses.field(default=3, metadata={
         "check": lambda v: 1 <= v <= 8, "allowed": "an integer from 1 to 8"})
     num_ctas: int = dataclasses.field(default=1, metadata={

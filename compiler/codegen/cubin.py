@@ -16,6 +16,11 @@ class PtxasError(PTXASError):
     """ptxas rejected the PTX; the message holds its diagnostics."""
 
 
+class PtxasArchUnsupported(PtxasError):
+    """This ptxas cannot assemble for the requested architecture at all (CUDA 13's ptxas has
+    no sm_70, for example); the PTX itself may be fine."""
+
+
 def parse_ptxas_info(text: str) -> dict:
     """Registers, spill stores/loads (bytes), shared memory, stack frame, from `ptxas -v`."""
     info: dict = {}
@@ -58,6 +63,8 @@ def assemble(ptx: str, arch: str = "sm_90", line_info: bool = True,
                              f"with the compile option stage_timeout_s)") from None
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
+            if re.search(r"Value '[^']*' is not defined for option 'gpu-name'", report):
+                raise PtxasArchUnsupported(report.strip())
             raise PtxasError(report.strip())
         info = parse_ptxas_info(report)
         info["ptxas"] = ptxas

@@ -33,6 +33,9 @@ class BFloatType(ir.Type):
 BFLOAT = BFloatType()
 I1, I8, I16, I32, I64 = (ir.IntType(w) for w in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+#: Fast-math flags of float arithmetic: LLVM may fuse a mul and an add into an fma (Triton's
+#: fp-fusion default; `lowering._forbid_contraction` drops them for enable_fp_fusion=False).
+CONTRACT = ("contract",)
 GLOBAL_PTR = ir.PointerType(addrspace=1)
 SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()

@@ -2,7 +2,8 @@
 whatever layout they are in), then a loop over k gives every accumulator register (m, n) its
 a[m, k] * b[k, n]; each thread loads its rows of A and columns of B once per k. The loop is a
 real LLVM loop with the accumulator registers as phis, so a 128x256x64 tile stays small code.
-f16/bf16/int8 inputs are widened to the accumulator's type."""
+f16/bf16/int8 inputs are widened to the accumulator's type; an f16/bf16 accumulator is kept in
+f32 inside the loop and rounded once."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -12,7 +13,8 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import barrier, byte_width, call_intrinsic, i32, llvm_type, type_bits
+from .llvm_helpers import (F32, BFloatType, barrier, byte_width, call_intrinsic, i32, llvm_type,
+                           type_bits)
 from .lower_convert import shared_load, write_row_major
 from .lowering import LoweringError
 from .registry import lowers
@@ -85,6 +87,13 @@ def lower_dot(ctx, op):
     pairs = [(row_of[layouts.slot_without(s, {1})], col_of[layouts.slot_without(s, {0})])
              for s in slots]
 
+    # A 16-bit float accumulator is carried in f32 through the k-loop and rounded once at the
+    # end (as a tensor core keeps more than f16 inside an instruction); rounding every fma to
+    # f16 loses accuracy K times over.
+    result_ty = acc_ty
+    if isinstance(acc_ty, (ir.HalfType, BFloatType)):
+        acc_ty = F32
+        acc_init = [_widen(b, v, acc_ty) for v in acc_init]
     pre = b.block
     header = b.append_basic_block("dot.k")
     exit_ = b.append_basic_block("dot.done")
@@ -115,4 +124,6 @@ def lower_dot(ctx, op):
     branch = b.cbranch(b.icmp_signed("<", next_k, i32(k)), header, exit_)
     branch.set_metadata("llvm.loop", _no_unroll(ctx.module))
     b.position_at_end(exit_)
+    if result_ty != acc_ty:
+        new_accs = [b.fptrunc(v, result_ty) for v in new_accs]
     ctx.set(op.results[0], new_accs)

@@ -12,11 +12,9 @@ from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import F32, call_intrinsic, inline_ptx, llvm_type, type_bits
+from .llvm_helpers import CONTRACT, F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
 from .registry import lowers
-
-CONTRACT = ("contract",)   # let LLVM fuse mul+add into fma, as Triton's fp-fusion default does
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 

@@ -66,7 +66,15 @@ def _ld_type(word_bits: int) -> str:
     return {8: "u8", 16: "b16", 32: "b32", 64: "b64"}[word_bits]
 
 
-def _load_group(ctx, ptr, pred, others, elem_ty, width):
+def _hint_suffix(op) -> str:
+    """The PTX qualifiers of a load's or store's cache hints: `.cg` for `cache = "cg"`,
+    `.L1::evict_last` for `evict = "evict_last"`, nothing by default."""
+    cache, evict = op.attributes.get("cache"), op.attributes.get("evict")
+    return (f".{cache.value}" if cache is not None else "") + \
+        (f".L1::{evict.value}" if evict is not None else "")
+
+
+def _load_group(ctx, ptr, pred, others, elem_ty, width, hints=".global"):
     """One (possibly predicated, possibly vector) global load of `width` elements."""
     b = ctx.builder
     bits = 8 if elem_ty == I1 else type_bits(elem_ty)
@@ -98,7 +106,7 @@ def _load_group(ctx, ptr, pred, others, elem_ty, width):
         prefix = ""
     vec = _vector_suffix(n_words)
     target = f"{{ {outs} }}" if n_words > 1 else outs
-    lines.append(f"{prefix}ld.global{vec}.{_ld_type(word_bits)} {target}, [ {ptr_ref} + 0 ];")
+    lines.append(f"{prefix}ld{hints}{vec}.{_ld_type(word_bits)} {target}, [ {ptr_ref} + 0 ];")
     reg_ty = ir.IntType(reg_bits)
     ret = reg_ty if n_words == 1 else ir.LiteralStructType([reg_ty] * n_words)
     result = inline_ptx(b, ret, "\n".join(lines), ",".join(constraints), args)
@@ -122,14 +130,17 @@ def lower_load(ctx, op):
     width = 1
     if isinstance(ptr_value.type, TensorType):
         width = vw.vector_width(ctx.axis, ptr_value, mask_value, byte_width(result.type))
+    volatile = op.attributes.get("isVolatile")
+    hints = (".volatile" if volatile is not None and volatile.value else "") + ".global" + \
+        _hint_suffix(op)
     out = []
     for start in range(0, len(ptrs), width):
         group_others = others[start:start + width] if others is not None else None
-        out += _load_group(ctx, ptrs[start], masks[start], group_others, elem_ty, width)
+        out += _load_group(ctx, ptrs[start], masks[start], group_others, elem_ty, width, hints)
     ctx.set(result, out)
 
 
-def _store_group(ctx, ptr, pred, values):
+def _store_group(ctx, ptr, pred, values, hints=""):
     b = ctx.builder
     elem_ty = values[0].type
     bits = 8 if elem_ty == I1 else type_bits(elem_ty)
@@ -148,7 +159,7 @@ def _store_group(ctx, ptr, pred, values):
     ins = ", ".join(f"${i}" for i in range(n_words))
     source = f"{{ {ins} }}" if n_words > 1 else ins
     st_type = {8: "b8", 16: "b16", 32: "b32", 64: "b64"}[word_bits]
-    asm = f"{prefix}st.global{_vector_suffix(n_words)}.{st_type} [ ${n_words} + 0 ], {source};"
+    asm = f"{prefix}st.global{hints}{_vector_suffix(n_words)}.{st_type} [ ${n_words} + 0 ], {source};"
     inline_ptx(b, ir.VoidType(), asm, ",".join(constraints), args)
 
 
@@ -172,7 +183,7 @@ def lower_store(ctx, op):
         if start not in unique:
             continue
         pred = _and(b, masks[start], owner)
-        _store_group(ctx, ptrs[start], pred, values[start:start + width])
+        _store_group(ctx, ptrs[start], pred, values[start:start + width], _hint_suffix(op))
 
 
 # ---- atomics -------------------------------------------------------------------------------------
@@ -208,7 +219,11 @@ def _atom(ctx, opcode: str, kind: str, sem: str, scope: str, ptr, pred, operands
     sem_text = {"acq_rel": "acq_rel", "acquire": "acquire", "release": "release",
                 "relaxed": "relaxed"}.get(sem, "acq_rel")
     scope_text = {"gpu": "gpu", "cta": "cta", "sys": "sys"}.get(scope, "gpu")
-    lines.append(f"{prefix}atom.{sem_text}.{scope_text}.global.{opcode}.{type_text} $0, "
+    # Qualifiers in the order Triton's PTX has them (ptxas takes any order), so that tools
+    # and tests grepping for them find them: `atom.global.acquire.gpu.cas` for a
+    # compare-and-swap, `atom.global.gpu.acquire.add` for the read-modify-writes.
+    order = f"{sem_text}.{scope_text}" if opcode == "cas" else f"{scope_text}.{sem_text}"
+    lines.append(f"{prefix}atom.global.{order}.{opcode}.{type_text} $0, "
                  f"[ $1 + 0 ], {refs};")
     old = inline_ptx(b, int_ty, "\n".join(lines), ",".join(constraints), args)
     return old if isinstance(ty, ir.IntType) else b.bitcast(old, ty)

@@ -110,6 +110,15 @@ def lower_print(ctx, op):
         vprintf(ctx, f"pid (%u, %u, %u){idx_fmt} {prefix}" + " ".join(value_fmts) + "\n", args)
 
 
+@lowers(tt.AssumeOp)
+def lower_assume(ctx, op):
+    """`llvm.intr.assume`: a call of LLVM's `llvm.assume` intrinsic on the condition."""
+    b = ctx.builder
+    fn = ctx.module.globals.get("llvm.assume") or ir.Function(
+        ctx.module, ir.FunctionType(ir.VoidType(), [ir.IntType(1)]), name="llvm.assume")
+    b.call(fn, [ctx.get(op.operands[0])[0]])
+
+
 @lowers(tt.AssertOp)
 def lower_assert(ctx, op):
     """`tt.assert`: if any element of the condition is false, `__assertfail(message, ...)`."""

@@ -23,7 +23,8 @@ from compiler.dialects.ttg import ConvertLayoutOp, MemDescType
 from compiler.passes.ir_utils import is_constant
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import I64, i32, inline_ptx, llvm_type, pack_words, type_bits, unpack_words
+from .llvm_helpers import (CONTRACT, I64, i32, inline_ptx, llvm_type, pack_words, type_bits,
+                           unpack_words)
 from .lowering import LoweringError
 from .nvmma import emit_descriptor, emit_offset, offset_of
 from .registry import lowers
@@ -274,7 +275,7 @@ def lower_warp_group_dot(ctx, op):
                 if flush is not None:
                     inline_ptx(b, ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [])
                     words = wait_group(b, words, 0)
-                    total = [b.fadd(t, w) for t, w in zip(total, words)]
+                    total = [b.fadd(t, w, flags=CONTRACT) for t, w in zip(total, words)]
             words = total if flush is not None else words
             if acc_is_f16:
                 packed.append((regs, words))

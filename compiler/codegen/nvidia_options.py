@@ -58,7 +58,8 @@ class NvidiaOptions(BackendOptions):
 
 
 def parse_arch(value: Any) -> int:
-    """A compute capability from 90, "90", "sm_90", "sm_90a" or (9, 0)."""
+    """A compute capability from 90, "90", "sm_90", "sm90" (Triton's spelling), "sm_90a" or
+    (9, 0)."""
     if isinstance(value, bool):
         raise OptionError(f"option 'arch' takes a compute capability, not {value!r}")
     if isinstance(value, int):
@@ -66,7 +67,7 @@ def parse_arch(value: Any) -> int:
     if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
         return value[0] * 10 + value[1]
     if isinstance(value, str):
-        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)a?", value.strip())
+        match = re.fullmatch(r"(?:sm_?|compute_)?(\d+)a?", value.strip())
         if match:
             return int(match.group(1))
     raise OptionError(f"option 'arch' takes a compute capability such as 90, 'sm_90' or (9, 0), "

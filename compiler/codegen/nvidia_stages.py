@@ -89,13 +89,27 @@ def stage_llir(state: CompileState) -> None:
             raise ValueError("the llir pipeline must lower the kernel: start it with "
                              "convert-tritongpu-to-llvm")
         lowered = unit.lowered
-        state.metadata = state.metadata.with_lowering(lowered.shared_bytes, lowered.arg_kinds)
+        state.metadata = state.metadata.with_lowering(
+            lowered.shared_bytes, signed_as_declared(lowered.arg_kinds, state.trace.specialization))
         state.trace.ttgir_op_python = {str(k): v for k, v in lowered.op_python.items()}
         state.trace.stage_inputs["llir"] = lowered.ttgir
         text = unit.text
         state.llvm_module = unit.parsed_module()
     state.llir = text
     state.trace.stages["llir"] = text
+
+
+def signed_as_declared(arg_kinds, specialization: dict) -> list:
+    """The kernel's argument kinds with the signedness its signature declares: LLVM integers
+    have none, so a `u64` parameter (a Python int of 2**63 or more) lowers to an i64 argument,
+    which the launcher must still pack as unsigned. Kinds pair with the signature's runtime
+    entries in parameter order (constants are not arguments)."""
+    signature = specialization.get("signature", {}) if specialization else {}
+    declared = [entry.split(":")[0] for entry in signature.values() if entry != "constexpr"]
+    if len(declared) != len(arg_kinds):
+        return list(arg_kinds)
+    return [entry if kind.startswith("i") and entry.startswith("u") and kind[1:] == entry[1:]
+            else kind for kind, entry in zip(arg_kinds, declared)]
 
 
 def ptx_arch(state: CompileState) -> str:
@@ -127,7 +141,7 @@ def stage_ptx(state: CompileState) -> None:
 def stage_cubin(state: CompileState) -> None:
     """cubin: assemble the PTX with ptxas (its -v report goes into the trace), with the
     options' register cap (`maxnreg`) and line info."""
-    from compiler.codegen.cubin import assemble
+    from compiler.codegen.cubin import PtxasArchUnsupported, assemble
     from compiler.codegen.toolchain import find_tool
     if not state.options.build_cubin:
         return
@@ -135,8 +149,13 @@ def stage_cubin(state: CompileState) -> None:
         state.trace.notes.append("ptxas not found: the driver JIT-compiles the PTX at load time")
         return
     options = state.options
-    state.cubin, info = assemble(state.ptx, ptx_arch(state), line_info=options.line_info,
-                                 maxnreg=options.maxnreg, timeout_s=options.stage_timeout_s)
+    try:
+        state.cubin, info = assemble(state.ptx, ptx_arch(state), line_info=options.line_info,
+                                     maxnreg=options.maxnreg, timeout_s=options.stage_timeout_s)
+    except PtxasArchUnsupported:
+        state.trace.notes.append(f"this ptxas cannot assemble for {ptx_arch(state)}: no cubin; "
+                                 f"the driver JIT-compiles the PTX at load time")
+        return
     state.trace.cubin_info = info
     state.trace.stages["cubin"] = _describe_cubin(state.cubin, info)
 

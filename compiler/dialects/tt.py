@@ -437,6 +437,24 @@ def _verify_load(op):
             raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
     if len(op.operands) == 3 and op.operands[2].type != op.results[0].type:
         raise VerificationError(op, f"other must have the loaded type {op.results[0].type}")
+    _verify_memory_hints(op, LOAD_CACHE_MODIFIERS)
+
+
+#: Cache hints a load or store may carry (attribute `cache`, the PTX cache operator without its
+#: dot) and eviction policies (attribute `evict`); absent means the default. Triton's values.
+LOAD_CACHE_MODIFIERS = ("ca", "cg", "cv")
+STORE_CACHE_MODIFIERS = ("wb", "cg", "cs", "wt")
+EVICTION_POLICIES = ("evict_first", "evict_last")
+
+
+def _verify_memory_hints(op, cache_modifiers):
+    cache, evict = op.attributes.get("cache"), op.attributes.get("evict")
+    if cache is not None and cache.value not in cache_modifiers:
+        raise VerificationError(op, f"cache modifier '{cache.value}' is not one of "
+                                    f"{', '.join(cache_modifiers)}")
+    if evict is not None and evict.value not in EVICTION_POLICIES:
+        raise VerificationError(op, f"eviction policy '{evict.value}' is not one of "
+                                    f"{', '.join(EVICTION_POLICIES)}")
 
 
 LoadOp = define_op("LoadOp", "tt.load", OperandTypes(_load_result, num_types=1),
@@ -455,6 +473,7 @@ def _verify_store(op):
         mask = op.operands[2].type
         if mask.scalar != IntegerType(1) or shape_of(mask) != shape_of(ptr):
             raise VerificationError(op, f"mask must be i1 of the pointer's shape, got {mask}")
+    _verify_memory_hints(op, STORE_CACHE_MODIFIERS)
 
 
 StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_types=1),
@@ -639,6 +658,19 @@ AssertOp = define_op("AssertOp", "tt.assert", _AssertSyntax(),
                      (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier), _verify_assert,
                      condition=operand(0))
 
+def _verify_assume(op):
+    expect_operands(op, 1)
+    if op.operands[0].type != IntegerType(1):
+        raise VerificationError(op, f"takes a scalar i1 condition, got {op.operands[0].type}")
+
+
+# Kept (MemoryWrite) although it writes nothing: no pass may drop or move the promise.
+AssumeOp = define_op("AssumeOp", "llvm.intr.assume", OperandTypes(lambda types, attrs: None),
+                     (MemoryWrite,), _verify_assume,
+                     "tl.assume: a promise that the scalar condition holds, for LLVM to draw "
+                     "facts from (`llvm.assume`); it is not checked.", condition=operand(0))
+
+
 # ---- in-kernel profiling ----------------------------------------------------------------------
 class _ProfileRecordSyntax(Syntax):
     """`tt.profile_enter 3 "loop L12" %a, %b {attrs} : T1, T2`: the region id, its name, then
@@ -718,6 +750,7 @@ set_counts([AtomicRMWOp], operands=(2, 3), results=1)
 set_counts([AtomicCASOp, DotOp], operands=3, results=1)
 set_counts([ReduceOp, ScanOp], operands=(1, None), results=(1, None), regions=1)
 set_counts([PrintOp, AssertOp], operands=ANY, results=0)
+set_counts([AssumeOp], operands=1, results=0)
 set_counts([ProfileEnterOp, ProfileExitOp], operands=ANY, results=0)
 set_attribute_kinds([FuncOp], sym_name=StringAttr, function_type=TypeAttr)
 set_attribute_kinds([CallOp], callee=SymbolRefAttr)

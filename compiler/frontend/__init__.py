@@ -11,7 +11,7 @@ from .errors import CompilationError, SemanticError
 
 
 def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = None,
-                  options: dict | None = None):
+                  options: dict | None = None, name: str | None = None):
     """Compile `fn` (a function or an object with `.fn`) into a verified ttir `Module` holding
     `tt.func public @<name>` and private callees reached through `tt.call`.
 
@@ -22,6 +22,7 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none;
     `options["for_interpreter"]` (the interpreter's ttir) lifts the GPU's instruction limits
     (tl.dot's minimum K), which Triton's interpreter does not have either.
+    `options["num_warps"]` is what `tl.extra.cuda.num_threads()` counts from. `name` names the public kernel (default: the function's name).
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -38,11 +39,13 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
         module = Module(loc=src.location(src.tree))
         mctx = ModuleContext(module, bool(debug),
                              options.get("default_dot_input_precision") or "tf32",
-                             gpu_limits=not options.get("for_interpreter", False))
+                             gpu_limits=not options.get("for_interpreter", False),
+                             num_warps=int(options.get("num_warps") or 4))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}
-        name, _ = generate_function(fn, inner.__name__, params, mctx, "public", arg_attrs)
+        name, _ = generate_function(fn, name or inner.__name__, params, mctx, "public",
+                                    arg_attrs)
         kernel = module.lookup(name)
         if kernel.function_type.results:
             raise CompilationError("a kernel cannot return a value; store results through a "

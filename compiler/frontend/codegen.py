@@ -26,7 +26,7 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
-from .early_return import fold_early_returns
+from .early_return import RETURN_NAME, fold_early_returns
 from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
                      UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
@@ -105,12 +105,13 @@ class ModuleContext:
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
     def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
-                 gpu_limits: bool = True):
+                 gpu_limits: bool = True, num_warps: int = 4):
         self.module = module
         self.debug = debug
         self.default_dot_input_precision = default_dot_input_precision
         #: False when the ttir is for the interpreter: no GPU instruction limits (tl.dot's K)
         self.gpu_limits = gpu_limits
+        self.num_warps = num_warps
         self.callees: dict = {}
         self.stack: list = []
 
@@ -123,7 +124,8 @@ class CodeGenerator(ast.NodeVisitor):
         self.mctx = mctx
         self.builder = builder
         self.sem = Semantic(builder, mctx.default_dot_input_precision,
-                            call_function=self.call_from_builtin, gpu_limits=mctx.gpu_limits)
+                            call_function=self.call_from_builtin, gpu_limits=mctx.gpu_limits,
+                            num_warps=mctx.num_warps)
         self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None
@@ -367,6 +369,10 @@ class CodeGenerator(ast.NodeVisitor):
                 a = self._runtime_value(node, name, a)
             with self.builder.at_end_of(else_block):
                 b = self._runtime_value(node, name, b)
+            if a.type != b.type and name == RETURN_NAME:    # returns folded into one value
+                raise self.error(node, f"Inconsistent return types: the function returns "
+                                       f"{_type_text(a)} on one path and {_type_text(b)} on "
+                                       "another; every return must give the same type")
             if a.type != b.type:
                 raise self.error(node, f"Mismatched type for {name}: variable '{name}' is "
                                        f"{_type_text(a)} in the then-branch but {_type_text(b)} "
@@ -510,7 +516,7 @@ class CodeGenerator(ast.NodeVisitor):
         attrs = {}
         for key, attr in (("num_stages", "tt.num_stages"),
                           ("loop_unroll_factor", "tt.loop_unroll_factor")):
-            if kwargs.get(key) is not None:
+            if not _is_none(kwargs.get(key)):      # None (even as a constexpr): no hint
                 attrs[attr] = int_attr(cond_value(kwargs[key]))
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
@@ -946,6 +952,11 @@ class CodeGenerator(ast.NodeVisitor):
             return constexpr(fn(*[a.value for a in args]))
         if isinstance(getattr(fn, "__self__", None), dtype):
             return constexpr(fn(*[_unwrap(a) for a in args]))
+        if isinstance(fn, type) and issubclass(fn, dtype) and \
+                all(isinstance(a, constexpr) for a in [*args, *kwargs.values()]):
+            # a type made at compile time: tl.pointer_type(x.dtype), tl.block_type(...)
+            return constexpr(fn(*[a.value for a in args],
+                                **{k: v.value for k, v in kwargs.items()}))
         name = getattr(fn, "__name__", repr(fn))
         if isinstance(fn, types.FunctionType):
             raise self.error(node, f"cannot call the plain Python function '{name}' from a "
@@ -954,7 +965,9 @@ class CodeGenerator(ast.NodeVisitor):
                                "functions can be called")
 
     def call_builtin(self, node, fn, args, kwargs):
-        """Call a builtin's implementation with the semantic context first, after checking the arguments bind."""
+        """Call a builtin's implementation with the semantic context first, after checking the
+        arguments bind. A `None` written in the call (`tl.atomic_max(p, v, None, "acquire")`)
+        or passed as a constexpr None reaches the builtin as plain None, its "not given"."""
         impl = builtin_impl(fn)
         # An explicit None (a constexpr None once visited) means "not given", as for Triton's
         # builtins, which unwrap their constexpr arguments: tl.load(p, None) has no mask.
@@ -1135,6 +1148,11 @@ def _host_helpers() -> dict:
 def cond_value(c) -> object:
     """The Python value of a compile-time condition or option."""
     return _unwrap(c)
+
+
+def _is_none(value) -> bool:
+    """True for None and for a constexpr holding None."""
+    return value is None or (isinstance(value, constexpr) and value.value is None)
 
 
 def _unwrap(x):

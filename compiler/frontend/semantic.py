@@ -18,7 +18,8 @@ here as numbered rules:
   R5  Both integers: C's usual arithmetic conversions (the wider wins; at equal width the
       unsigned one wins; a wider signed beats a narrower unsigned); `/`, `//`, `%` of mixed
       signedness is rejected.
-  R6  Python scalars become int32 (or uint32/int64/uint64 when they do not fit), fp32, or int1.
+  R6  Python scalars become int32 (or uint32/int64/uint64 when they do not fit), fp32 (fp64
+      when the magnitude is outside fp32's normal range: 1e50, 1e-40), or int1.
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def is_python_number(x) -> bool:
     return isinstance(v, numbers.Number) and not isinstance(v, tensor)
 
 
+FP32_MIN_NORMAL = 2.0 ** -126
+FP32_MAX = (2.0 - 2.0 ** -23) * 2.0 ** 127
+
+
 def literal_dtype(value) -> dtype:
     """R6: the dtype a Python scalar takes."""
     if isinstance(value, bool):
@@ -56,7 +61,11 @@ def literal_dtype(value) -> dtype:
             return tl.uint64
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return tl.float32
+        magnitude = abs(value)
+        if magnitude in (0.0, float("inf")) or value != value or \
+                FP32_MIN_NORMAL <= magnitude <= FP32_MAX:
+            return tl.float32
+        return tl.float64
     raise SemanticError(f"cannot use {value!r} of Python type {type(value).__name__} as a value "
                         "in a kernel; use a number, a tensor or a dtype")
 
@@ -106,8 +115,10 @@ class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
     def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None,
-                 gpu_limits: bool = True):
+                 gpu_limits: bool = True, num_warps: int = 4):
         self.builder = builder
+        #: the kernel's warps (a compile option): `tl.extra.cuda.num_threads()` is 32 times it
+        self.num_warps = num_warps
         #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)
         self.default_dot_input_precision = default_dot_input_precision
         #: whether the GPU's instruction limits apply (tl.dot's minimum K); not for ttir made
@@ -328,6 +339,8 @@ class Semantic:
         a_dt = literal_dtype(_value(a)) if a_scalar else a.dtype
         b_dt = literal_dtype(_value(b)) if b_scalar else b.dtype
         ct = dt or computation_type(a_dt, a_scalar, b_dt, b_scalar, div_or_mod)
+        if ct.is_int() and a_scalar != b_scalar:
+            check_scalar_fits(_value(a) if a_scalar else _value(b), ct)
         if a_scalar and not b_scalar:
             b = self.cast(b, ct)
             return self.constant(_value(a), ct, b.shape), b
@@ -536,7 +549,12 @@ class Semantic:
         return self._new(mathd.UNARY_OPS[name], [a], a.type)
 
     def abs(self, a: tensor) -> tensor:
-        """absf / absi (unsigned values pass through)."""
+        """absf / absi (unsigned values pass through); fp8 clears the sign bit of its bits
+        (there is no 8-bit float arithmetic to run math.absf on)."""
+        if a.dtype.is_fp8():
+            bits = self.cast(a, tl.uint8, bitcast=True)
+            cleared = self.and_(bits, constexpr(0x7F))
+            return self.cast(cleared, a.dtype, bitcast=True)
         if a.dtype.is_floating():
             return self._new(mathd.UNARY_OPS["absf"], [a], a.type)
         if a.dtype.is_int_unsigned() or a.dtype.is_bool():
@@ -656,8 +674,13 @@ class Semantic:
         return out
 
     # ---- memory ----------------------------------------------------------------------------
-    def load(self, ptr, mask=None, other=None) -> tensor:
-        """`tt.load`: mask broadcast to the pointer's shape; `other` cast to the pointee type."""
+    def load(self, ptr, mask=None, other=None, cache_modifier=None, eviction_policy=None,
+             volatile=False) -> tensor:
+        """`tt.load`: mask broadcast to the pointer's shape; `other` cast to the pointee type;
+        cache and eviction hints (Triton's spellings, ".cg", "evict_last") as attributes."""
+        hints = memory_hints(cache_modifier, eviction_policy, tt.LOAD_CACHE_MODIFIERS)
+        if volatile:
+            hints["isVolatile"] = BoolAttr(True)
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"tl.load needs a pointer, got a value of dtype {ptr.dtype}")
@@ -675,7 +698,7 @@ class Semantic:
         elif other is not None:
             raise SemanticError("tl.load got `other` without `mask`; `other` fills masked-off "
                                 "lanes, so pass a mask too")
-        return self._new(tt.LoadOp, operands, self.type_of(ptr, elt))
+        return self._new(tt.LoadOp, operands, self.type_of(ptr, elt), hints)
 
     def _mask_for(self, ptr: tensor, mask) -> tensor:
         mask = self.to_tensor(mask)
@@ -699,8 +722,10 @@ class Semantic:
                                 "pointer")
         return self.cast(self.broadcast_to(value, ptr.shape), elt)
 
-    def store(self, ptr, value, mask=None) -> None:
-        """`tt.store`: the value is broadcast to the pointer's shape and cast to its pointee."""
+    def store(self, ptr, value, mask=None, cache_modifier=None, eviction_policy=None) -> None:
+        """`tt.store`: the value is broadcast to the pointer's shape and cast to its pointee;
+        cache and eviction hints as for `load`."""
+        hints = memory_hints(cache_modifier, eviction_policy, tt.STORE_CACHE_MODIFIERS)
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise SemanticError(f"tl.store needs a pointer, got a value of dtype {ptr.dtype}")
@@ -710,7 +735,7 @@ class Semantic:
         operands = [ptr, self.value_for(ptr, value)]
         if mask is not None:
             operands.append(self._mask_for(ptr, mask))
-        self._op(tt.StoreOp, operands, None)
+        self._op(tt.StoreOp, operands, None, hints)
 
     def atomic_rmw(self, kind: str, ptr, val, mask=None, sem="acq_rel", scope="gpu") -> tensor:
         """`tt.atomic_rmw` with `kind` already chosen for the dtype."""
@@ -727,6 +752,47 @@ class Semantic:
         return self._new(tt.AtomicRMWOp, operands, val.type,
                          {"atomic_rmw_op": StringAttr(kind), "sem": StringAttr(sem or "acq_rel"),
                           "scope": StringAttr(scope or "gpu")})
+
+
+def check_scalar_fits(value, ct: dtype) -> None:
+    """A Python int combined with an integer tensor takes the tensor's dtype (rule R0); it
+    must fit that dtype, as in Triton, instead of silently wrapping around."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return
+    bits = ct.int_bitwidth
+    if ct.is_int_unsigned():
+        if value < 0:
+            raise SemanticError(f"Cannot perform a binary operation between an unsigned tensor "
+                                f"({ct}) and a negative scalar ({value}); cast one of them "
+                                f"explicitly")
+        low, high = 0, (1 << bits) - 1
+    else:
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= value <= high:
+        raise SemanticError(f"Scalar {value} is out of range for type {ct} "
+                            f"[{low}, {high}]; cast the tensor to a wider type first")
+
+
+def memory_hints(cache_modifier, eviction_policy, cache_modifiers) -> dict:
+    """The `cache` / `evict` attributes of a load or store from Triton's hint strings
+    (`cache_modifier=".cg"`, `eviction_policy="evict_last"`; "" or None: the default)."""
+    hints = {}
+    if cache_modifier:
+        name = cache_modifier[1:] if cache_modifier.startswith(".") else cache_modifier
+        if name not in cache_modifiers:
+            raise SemanticError(f"Cache modifier {cache_modifier} not supported here: this "
+                                f"takes " + ", ".join(f"'.{m}'" for m in cache_modifiers))
+        hints["cache"] = StringAttr(name)
+    if eviction_policy:
+        if eviction_policy not in tt.EVICTION_POLICIES:
+            raise SemanticError(f"Eviction policy {eviction_policy} not supported: use "
+                                + " or ".join(f"'{e}'" for e in tt.EVICTION_POLICIES))
+        hints["evict"] = StringAttr(eviction_policy)
+    if len(hints) == 2:
+        raise SemanticError(f"cache_modifier={cache_modifier!r} and eviction_policy="
+                            f"{eviction_policy!r} cannot be combined: a PTX load or store takes "
+                            f"a cache operator or an L1 eviction priority, not both")
+    return hints
 
 
 def _value(x):

@@ -14,7 +14,8 @@ from .profile import profile  # noqa: F401
 from .standard import (  # noqa: F401
     abs, arange, argmax, argmin, assume, atomic_add, atomic_and, atomic_cas, atomic_max,
     atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to, cdiv, ceil, clamp,
-    cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, erf, exp, exp2, expand_dims,
+    cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, dot_scaled, erf, exp, exp2,
+    expand_dims,
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
     sin, softmax, sqrt, sqrt_rn, static_assert, static_print, store, sum, trans, view, where,
@@ -28,3 +29,4 @@ from .indexing import swizzle2d  # noqa: F401,E402  (likewise)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402
                      randint, randint4x, randn, randn4x, uint_to_uniform_float)
 
+from . import extra  # noqa: F401,E402  (tl.extra.cuda / tl.extra.libdevice, as in Triton)

@@ -80,13 +80,13 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
 
 @library_function
 def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 for each offset: 32-bit Philox of the counter (offset's
-    low 32 bits, its high 32 bits, 0, 0). A 64-bit offset thus draws the same numbers as the
-    32-bit one of equal value, as in Triton (call `philox` for 64-bit words)."""
+    """Four blocks of random uint32 for each offset: Philox 4x32 of the counter (the offset's
+    low 32 bits, its high 32 bits, 0, 0), so a 64-bit offset gives 32-bit numbers too (as in
+    Triton 3.6; call `philox` with 64-bit counters for 64-bit words)."""
     low = offset.to(tl.uint32)
     zero = low * 0
     if offset.dtype.primitive_bitwidth > 32:
-        high = (offset >> 32).to(tl.uint32)
+        high = (offset.to(tl.uint64) >> 32).to(tl.uint32)
     else:
         high = zero
     return philox(seed, low, high, zero, zero, n_rounds)

@@ -124,13 +124,16 @@ def zeros_like(_sem, input) -> tensor:
 def load(_sem, pointer, mask=None, other=None, boundary_check=None, padding_option=None,
          cache_modifier=None, eviction_policy=None, volatile=False) -> tensor:
     """Load from a pointer, a block of pointers or a block pointer (with `boundary_check` and
-    `padding_option`); lanes where `mask` is false read `other`. Cache and eviction hints are
-    accepted and ignored."""
+    `padding_option`); lanes where `mask` is false read `other`. `cache_modifier` (".ca",
+    ".cg", ".cv"), `eviction_policy` ("evict_first", "evict_last") and `volatile` become the
+    PTX load's qualifiers."""
     if isinstance(pointer, core.block_pointer):
         from . import block_pointers
         return block_pointers.load(_sem, pointer, mask, other, boundary_check, padding_option)
     _no_block_pointers(boundary_check, padding_option)
-    return _sem.load(pointer, mask, other)
+    return _sem.load(pointer, mask, other, _opt_const(cache_modifier, "cache_modifier"),
+                     _opt_const(eviction_policy, "eviction_policy"),
+                     bool(_const(volatile, "volatile")))
 
 
 def _no_block_pointers(boundary_check, padding_option):
@@ -144,12 +147,15 @@ def _no_block_pointers(boundary_check, padding_option):
 def store(_sem, pointer, value, mask=None, boundary_check=None, cache_modifier=None,
           eviction_policy=None) -> None:
     """Store `value` (broadcast and cast to the pointee dtype) where `mask` is true, or
-    through a block pointer with `boundary_check`."""
+    through a block pointer with `boundary_check`. `cache_modifier` (".wb", ".cg", ".cs",
+    ".wt") and `eviction_policy` ("evict_first", "evict_last") become the PTX store's
+    qualifiers."""
     if isinstance(pointer, core.block_pointer):
         from . import block_pointers
         return block_pointers.store(_sem, pointer, value, mask, boundary_check)
     _no_block_pointers(boundary_check, None)
-    _sem.store(pointer, value, mask)
+    _sem.store(pointer, value, mask, _opt_const(cache_modifier, "cache_modifier"),
+               _opt_const(eviction_policy, "eviction_policy"))
 
 
 def _atomic_kind(elt: dtype, int_signed: str, int_unsigned: str, flt: str | None) -> str:
@@ -167,29 +173,45 @@ def _pointee(_sem, pointer) -> dtype:
     return ptr.dtype.element_ty
 
 
+ATOMIC_ORDERS = ("acquire", "release", "acq_rel", "relaxed")
+ATOMIC_SCOPES = ("gpu", "cta", "sys")
+
+
+def _ordering(sem, scope) -> tuple:
+    """`(sem, scope)` of an atomic, checked: Triton's memory orderings and scopes (None: the
+    defaults, acq_rel and gpu)."""
+    sem, scope = _opt_const(sem, "sem"), _opt_const(scope, "scope")
+    if sem is not None and sem not in ATOMIC_ORDERS:
+        raise SemanticError(f"Memory semantic {sem} not supported: use one of "
+                            + ", ".join(f"'{o}'" for o in ATOMIC_ORDERS))
+    if scope is not None and scope not in ATOMIC_SCOPES:
+        raise SemanticError(f"Memory scope {scope} not supported: use one of "
+                            + ", ".join(f"'{o}'" for o in ATOMIC_SCOPES))
+    return sem or "acq_rel", scope or "gpu"
+
+
 @builtin
-def atomic_add(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+def atomic_add(_sem, pointer, val, mask=None, sem=None, scope=None) -> tensor:
     """Atomically add `val` at `pointer`; returns the old values."""
     kind = _atomic_kind(_pointee(_sem, pointer), "add", "add", "fadd")
-    return _sem.atomic_rmw(kind, pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
-                          _opt_const(scope, "scope"))
+    return _sem.atomic_rmw(kind, pointer, val, mask, *_ordering(sem, scope))
 
 
 @builtin
-def atomic_max(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+def atomic_max(_sem, pointer, val, mask=None, sem=None, scope=None) -> tensor:
     """Atomically take the maximum with `val`; floats use Triton's sign trick on the bits
     (signed max for non-negative values, unsigned min for negative ones)."""
     elt = _pointee(_sem, pointer)
     return _atomic_minmax(_sem, pointer, val, mask, elt, "max", "umax", "umin",
-                          _opt_const(kw.get("sem"), "sem"), _opt_const(scope, "scope"))
+                          *_ordering(sem, scope))
 
 
 @builtin
-def atomic_min(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+def atomic_min(_sem, pointer, val, mask=None, sem=None, scope=None) -> tensor:
     """Atomically take the minimum with `val` (floats by the same bit trick as atomic_max)."""
     elt = _pointee(_sem, pointer)
     return _atomic_minmax(_sem, pointer, val, mask, elt, "min", "umin", "umax",
-                          _opt_const(kw.get("sem"), "sem"), _opt_const(scope, "scope"))
+                          *_ordering(sem, scope))
 
 
 def _atomic_minmax(_sem, pointer, val, mask, elt, signed, unsigned, neg_kind, order, scope):
@@ -216,19 +238,17 @@ def _atomic_minmax(_sem, pointer, val, mask, elt, signed, unsigned, neg_kind, or
 
 
 @builtin
-def atomic_xchg(_sem, pointer, val, mask=None, scope=None, **kw) -> tensor:
+def atomic_xchg(_sem, pointer, val, mask=None, sem=None, scope=None) -> tensor:
     """Atomically exchange; returns the old values."""
-    return _sem.atomic_rmw("exch", pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
-                          _opt_const(scope, "scope"))
+    return _sem.atomic_rmw("exch", pointer, val, mask, *_ordering(sem, scope))
 
 
 def _atomic_bitwise(kind):
-    def impl(_sem, pointer, val, mask=None, scope=None, **kw):
+    def impl(_sem, pointer, val, mask=None, sem=None, scope=None):
         """The builtin's implementation."""
         if not _pointee(_sem, pointer).is_int():
             raise SemanticError(f"atomic_{kind} needs an integer pointer")
-        return _sem.atomic_rmw(kind, pointer, val, mask, _opt_const(kw.get("sem"), "sem"),
-                              _opt_const(scope, "scope"))
+        return _sem.atomic_rmw(kind, pointer, val, mask, *_ordering(sem, scope))
     impl.__name__ = f"atomic_{kind}"
     impl.__doc__ = f"Atomic bitwise {kind}; returns the old values."
     return builtin(impl)
@@ -240,7 +260,7 @@ atomic_xor = _atomic_bitwise("xor")
 
 
 @builtin
-def atomic_cas(_sem, pointer, cmp, val, scope=None, **kw) -> tensor:
+def atomic_cas(_sem, pointer, cmp, val, sem=None, scope=None) -> tensor:
     """Atomic compare-and-swap: store `val` where the memory equals `cmp`; returns old values."""
     from compiler.dialects import tt
     ptr = _sem.to_tensor(pointer)
@@ -251,10 +271,9 @@ def atomic_cas(_sem, pointer, cmp, val, scope=None, **kw) -> tensor:
             vals.append(_sem.cast(_sem.broadcast_to(v, ptr.shape), elt))
         else:
             vals.append(_sem.constant(_const(v, "value"), elt, ptr.shape))
-    order = _opt_const(kw.get("sem"), "sem") or "acq_rel"
+    order, scope = _ordering(sem, scope)
     return _sem._new(tt.AtomicCASOp, [ptr] + vals, vals[0].type,
-                    {"sem": StringAttr(order), "scope": StringAttr(_opt_const(scope, "scope")
-                                                                   or "gpu")})
+                    {"sem": StringAttr(order), "scope": StringAttr(scope)})
 
 
 # ---- shapes -----------------------------------------------------------------------------------
@@ -713,6 +732,17 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     return _dot2d(_sem, a, b, acc_t, attrs)
 
 
+@builtin
+def dot_scaled(_sem, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
+               fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=None) -> tensor:
+    """Triton's microscaling dot (mxfp8/mxfp4 operands with per-32-element e8m0 scales). Not
+    implemented here: it raises a located error saying so, rather than computing anything
+    else."""
+    formats = f"{_opt_const(lhs_format, 'lhs_format')} x {_opt_const(rhs_format, 'rhs_format')}"
+    raise SemanticError(f"tl.dot_scaled ({formats}) is not supported by this compiler yet: "
+                        f"scale the operands explicitly and use tl.dot")
+
+
 def _dot_result_dtype(operand: dtype, out_dtype):
     """The accumulator dtype, as Triton picks it: int32 for integer operands and fp32 for
     fp32 / bf16 ones whatever `out_dtype` says; fp16 operands accumulate in `out_dtype`
@@ -795,11 +825,13 @@ def max_constancy(_sem, input, values) -> tensor:
 
 @builtin
 def assume(_sem, cond) -> None:
-    """A hint that the scalar condition holds. It is checked for type and then dropped: the
-    compiler draws no facts from it, which is always correct (it only forgoes optimizations)."""
+    """A promise that the scalar condition holds (`llvm.intr.assume`): LLVM may optimize by
+    it; it is not checked (a false promise is undefined behaviour, as in Triton)."""
+    from compiler.dialects import tt
     c = _sem.to_tensor(cond)
     if c.is_block() or not c.dtype.is_bool():
         raise SemanticError(f"tl.assume needs a scalar boolean condition, got {c.type}")
+    _sem._op(tt.AssumeOp, [c], None)
 
 
 @builtin

@@ -1,6 +1,7 @@
 """Helpers the ttir passes share: constants, side effects, loop membership, op creation."""
 from __future__ import annotations
 
+from compiler.dialects.tt import ElementwiseInlineAsmOp
 from compiler.ir.attributes import BoolAttr, DenseAttr, FloatAttr, IntegerAttr
 from compiler.ir.core import Block, BlockArgument, Operation, Value
 from compiler.ir.location import Location
@@ -68,6 +69,8 @@ def has_side_effects(op: Operation) -> bool:
         effects, reads = _class_effects(type(nested))
         if effects or (reads and is_volatile(nested)):
             return True
+        if isinstance(nested, ElementwiseInlineAsmOp) and not nested.pure:
+            return True             # user PTX not declared pure (a timer read, a store)
     return False
 
 

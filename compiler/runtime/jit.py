@@ -36,12 +36,14 @@ from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast
 from compiler.runtime.tensor_wrapper import (TensorWrapper, reinterpret,  # noqa: F401
                                             type_canonicalisation_dict)  # (Triton's names here)
 from compiler.runtime.specialization import (
-    HANDLERS, ASTSource, Specialization, constexpr_entry, def_line, function_key, handler_for,
-    launch_value, specialize_unspecialized, specialize_without_alignment, split_entries,
+    HANDLERS, ArgumentOverflow, ASTSource, Specialization, constexpr_entry, def_line,
+    function_key, handler_for, launch_value, specialize_unspecialized,
+    specialize_without_alignment, split_entries,
 )
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
+                  "arch")
 #: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. They
 #: choose how to launch, not what to compile (part of the key, never a compile option). The
 #: interpreter runs programs one after another on the host, where neither changes the result.
@@ -82,6 +84,10 @@ class RuntimeEnv:
 
 class KernelArgumentError(CompilationError, TypeError):
     """A kernel was called with arguments it cannot take; the message points at its `def`."""
+
+
+class KernelArgumentOverflow(KernelArgumentError, OverflowError):
+    """An int argument beyond every 64-bit range (an OverflowError, as in Triton)."""
 
 
 def is_constexpr_annotation(annotation) -> bool:
@@ -474,7 +480,9 @@ class JITFunction(KernelInterface):
         try:
             return split_entries(self.arg_names, self._constexpr_names, entries, bound)
         except ValueError as err:
-            raise self._where(f"{self.__name__}(): {err}") from None
+            cls = KernelArgumentOverflow if isinstance(err, ArgumentOverflow) else \
+                KernelArgumentError
+            raise self._where(f"{self.__name__}(): {err}", cls) from None
 
     def compile_options(self, key: tuple) -> dict:
         """The compile options a cache key stands for (launch options over the defaults)."""
@@ -568,11 +576,11 @@ class JITFunction(KernelInterface):
 
     # -- errors -------------------------------------------------------------------------------
 
-    def _where(self, message: str) -> KernelArgumentError:
-        """An error located at the kernel's `def` line."""
+    def _where(self, message: str, cls=KernelArgumentError) -> KernelArgumentError:
+        """An error (a `cls`) located at the kernel's `def` line."""
         text = linecache.getline(self.file, self.line)
         col = len(text) - len(text.lstrip()) if text else 0
-        return KernelArgumentError(message, self.file, self.line, col, text)
+        return cls(message, self.file, self.line, col, text)
 
     def _describe_params(self) -> str:
         return ", ".join(f"{p.name}: constexpr" if p.is_constexpr else p.name

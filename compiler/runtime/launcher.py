@@ -62,15 +62,30 @@ def normalize_kind(kind: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Pointer arguments
 
+class HostMemoryError(ArgumentError, ValueError):
+    """Host memory the GPU cannot reach was passed as a pointer argument (Triton raises a
+    ValueError for a CPU tensor)."""
+
+
 def _host_array_error(arg) -> ArgumentError:
-    return ArgumentError(
+    return HostMemoryError(
         f"a host array ({type(arg).__module__}.{type(arg).__name__}) was passed where the GPU "
         f"kernel needs device memory; copy it first with "
-        f"compiler.runtime.device_array.DeviceArray.from_numpy(array) or torch's .cuda()")
+        f"compiler.runtime.device_array.DeviceArray.from_numpy(array) or torch's .cuda() "
+        f"(or pin it: pinned host memory is reachable from the GPU)")
+
+
+def torch_device_reachable(tensor) -> bool:
+    """Whether the GPU can address a torch tensor's memory: a CUDA tensor, or pinned
+    (page-locked) host memory, which unified addressing maps at the same address."""
+    if tensor.is_cuda:
+        return True
+    is_pinned = getattr(tensor, "is_pinned", None)
+    return is_pinned is not None and is_pinned()
 
 
 def _torch_pointer(tensor) -> int:
-    if not tensor.is_cuda:
+    if not torch_device_reachable(tensor):
         raise _host_array_error(tensor)
     return tensor.data_ptr()
 
@@ -384,10 +399,12 @@ class Launcher:
         (default: the runtime driver's `load_kernel`) and return its `KernelLauncher`, whose
         `launch(grid, args, stream=None)` is the fast path. Warps, shared memory and argument
         kinds come from the kernel's `KernelMetadata`."""
-        if loader is None:
-            options = getattr(kernel, "options", None)
-            loader = functools.partial(driver.load_kernel, arch=getattr(options, "arch", None))
         binary = kernel.asm.get("cubin")
+        if loader is None:
+            arch = getattr(getattr(kernel, "options", None), "arch", None)
+            loader = functools.partial(driver.load_kernel, arch=arch)
+            if arch is not None and not cubin_runs_on(arch, driver.device_arch(device)):
+                binary = None       # e.g. arch=80 on an sm_90 device: the driver JITs the PTX
         if not isinstance(binary, (bytes, bytearray)):
             binary = kernel.asm.get("ptx")
         if not binary:
@@ -409,6 +426,13 @@ class Launcher:
         launcher = cls(loaded.function, kinds, name=kernel.name, arg_names=names, device=device,
                        launch_fn=launch_fn)
         return KernelLauncher(launcher, loaded, metadata.num_warps, metadata.shared)
+
+
+def cubin_runs_on(built_for: int, device_arch: int) -> bool:
+    """Whether a cubin built for compute capability `built_for` runs on a device of
+    `device_arch`: the same major version and a minor no higher than the device's (CUDA's
+    binary compatibility rule; PTX, JIT-compiled by the driver, runs on any newer device)."""
+    return built_for // 10 == device_arch // 10 and built_for % 10 <= device_arch % 10
 
 
 class KernelLauncher:

@@ -55,6 +55,16 @@ class UnsupportedArgument:
     def __init__(self, what: str):
         self.what = what
 
+
+class IntOutOfRange(UnsupportedArgument):
+    """Entry of a Python int that fits no kernel integer type (beyond u64 or i64)."""
+
+    __slots__ = ()
+
+
+class ArgumentOverflow(ValueError, OverflowError):
+    """An int argument outside every 64-bit range (Triton raises OverflowError for it)."""
+
     def __eq__(self, other):
         return isinstance(other, UnsupportedArgument) and other.what == self.what
 
@@ -95,7 +105,7 @@ def _int_entry(value: int) -> str:
         return "i64" if value & 15 else "i64:16"
     if 0 <= value <= 0xFFFFFFFFFFFFFFFF:
         return "u64" if value & 15 else "u64:16"
-    return UnsupportedArgument("an int outside the 64-bit range")
+    return IntOutOfRange("an int outside the 64-bit range")
 
 
 def _int_entry_unspecialized(value: int) -> str:
@@ -106,7 +116,7 @@ def _int_entry_unspecialized(value: int) -> str:
         return "i64"
     if 0 <= value <= 0xFFFFFFFFFFFFFFFF:
         return "u64"
-    return UnsupportedArgument("an int outside the 64-bit range")
+    return IntOutOfRange("an int outside the 64-bit range")
 
 
 class _PointerTypes(dict):
@@ -209,10 +219,13 @@ def handler_for(arg):
 # Launch handlers: an argument's key entry and the value the GPU launcher packs, in one call
 
 def _torch_launch(arg):
-    """torch tensors: the address read once serves the key and the launch; a CPU tensor is
-    passed on as itself, for the launcher to reject with a clear message."""
+    """torch tensors: the address read once serves the key and the launch; a CPU tensor
+    (not pinned) is passed on as itself, for the launcher to reject with a clear message."""
+    from compiler.runtime.launcher import torch_device_reachable
+
     address = arg.data_ptr()
-    return _POINTER_TYPES[arg.dtype][not address & 15], address if arg.is_cuda else arg
+    return _POINTER_TYPES[arg.dtype][not address & 15], \
+        address if torch_device_reachable(arg) else arg
 
 
 def _device_data_ptr_launch(arg):
@@ -356,7 +369,8 @@ def split_entries(names, constexpr_names, entries, values) -> Specialization:
             spec.constexprs[name] = constexpr_value(value)
             continue
         if isinstance(entry, UnsupportedArgument):
-            raise ValueError(f"argument '{name}' is {entry.what}, which a kernel cannot take: "
+            error = ArgumentOverflow if isinstance(entry, IntOutOfRange) else ValueError
+            raise error(f"argument '{name}' is {entry.what}, which a kernel cannot take: "
                              f"pass an array (numpy, torch, DeviceArray), an int, a float, a "
                              f"bool, or mark the parameter tl.constexpr")
         if entry == EQUAL_TO_1:
@@ -413,8 +427,19 @@ class ASTSource:
 
     @property
     def name(self) -> str:
-        """The kernel's name."""
-        return self.python_fn.__name__
+        """The kernel's name: the function's, or what the `@jit(repr=...)` hook makes of this
+        specialization (Triton names the kernel that way), with characters a PTX identifier
+        cannot hold made `_`."""
+        hook = getattr(self.fn, "repr", None)
+        if not callable(hook):
+            return self.python_fn.__name__
+        return re.sub(r"\W", "_", str(hook(self))) or self.python_fn.__name__
+
+    @property
+    def constants(self) -> dict:
+        """Triton's name for the constant parameters: name -> value (constexprs and ints
+        specialized as 1)."""
+        return dict(self.constexprs)
 
     @property
     def source(self) -> str:
@@ -442,6 +467,8 @@ class ASTSource:
                                  for k, v in (self.attrs or {}).items())),
             "opts", repr(sorted((k, stable_repr(v)) for k, v in (options or {}).items())),
         ]
+        if self.name != self.python_fn.__name__:       # a repr hook renamed the kernel
+            parts += ["name", self.name]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def make_ttir(self, options: dict | None = None):
@@ -449,7 +476,7 @@ class ASTSource:
         from compiler.frontend import generate_ttir
 
         return generate_ttir(self.fn, dict(self.signature), dict(self.constexprs),
-                             dict(self.attrs), dict(options or {}))
+                             dict(self.attrs), dict(options or {}), name=self.name)
 
 
 def _param_name(key, names: list) -> str:

@@ -140,9 +140,10 @@ def test_scan_uses_shuffle_up_and_shared_memory():
 
 def test_atomics_emit_predicated_atom():
     ptx = _ptx("atomics")
-    assert _count(ptx, r"atom\.acq_rel\.gpu\.global\.add\.f32") == 8
-    assert _count(ptx, r"atom\.acq_rel\.gpu\.global\.add\.u32") == 8
-    assert _count(ptx, r"atom\.acq_rel\.gpu\.global\.cas\.b32") == 1
+    # Triton's qualifier order: scope then ordering for read-modify-writes, the reverse for CAS
+    assert _count(ptx, r"atom\.global\.gpu\.acq_rel\.add\.f32") == 8
+    assert _count(ptx, r"atom\.global\.gpu\.acq_rel\.add\.u32") == 8
+    assert _count(ptx, r"atom\.global\.acq_rel\.gpu\.cas\.b32") == 1
 
 
 def test_dot_through_fma():

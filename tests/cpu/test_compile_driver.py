@@ -71,7 +71,7 @@ def test_bad_options_are_named():
         CompileOptions.from_env({"num_wraps": 4}, environ={})
     with pytest.raises(ValueError, match="did you mean 'num_warps'"):
         CompileOptions.from_env({"num_wraps": 4}, environ={})
-    with pytest.raises(ValueError, match="num_warps' = 3 is not allowed.*power of two"):
+    with pytest.raises(ValueError, match="num_warps' = 3 is not allowed.*power of 2"):
         CompileOptions.from_env({"num_warps": 3}, environ={})
     with pytest.raises(ValueError, match="maxnreg' = '64' is not allowed.*16 to 255"):
         CompileOptions.from_env({"maxnreg": "64"}, environ={})

@@ -101,9 +101,9 @@ def test_debug_reaches_the_front_end_on_the_gpu_path(monkeypatch):
     seen = []
     original = frontend.generate_ttir
 
-    def spy(fn, signature, constexprs, attrs=None, options=None):
+    def spy(fn, signature, constexprs, attrs=None, options=None, **kwargs):
         seen.append(dict(options))
-        return original(fn, signature, constexprs, attrs, options)
+        return original(fn, signature, constexprs, attrs, options, **kwargs)
 
     monkeypatch.setattr(frontend, "generate_ttir", spy)
     compile_kernel(fma_source(), {"debug": True}, stop_after="ttir")

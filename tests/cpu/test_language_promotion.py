@@ -43,7 +43,7 @@ PROMOTION = [
     ("i64", "bf16", "bf16"), ("i32", "f64", "fp64"),
     # Python scalars adapt to the tensor's dtype unless they are of a higher kind (rule R0:
     # bool < integer < float).
-    ("i8", 300, "int8"), ("f16", 2.0, "fp16"), ("f16", 2, "fp16"), ("i32", 2.5, "fp32"),
+    ("i8", 100, "int8"), ("f16", 2.0, "fp16"), ("f16", 2, "fp16"), ("i32", 2.5, "fp32"),
     ("u8", 1, "uint8"), ("u32", 7, "uint32"), ("bf16", 1.0, "bf16"), ("i64", 1, "int64"), ("i1", True, "int1"),
 ]
 
@@ -53,6 +53,19 @@ def test_add_promotion_table(a, b, expected):
     dtype, _, ops = run("add", a, b)
     assert dtype == expected
     assert ops[-1] == ("arith.addf" if expected.startswith(("fp", "bf")) else "arith.addi")
+
+
+@pytest.mark.parametrize("a,b,pattern", [
+    ("i8", 300, r"Scalar 300 is out of range for type int8 \[-128, 127\]"),
+    ("i32", 2 ** 56 - 1, "out of range for type int32"),
+    ("u8", 256, "out of range for type uint8"),
+    ("u32", -1, "unsigned tensor .* and a negative scalar"),
+])
+def test_a_python_int_must_fit_the_tensor_dtype_it_adapts_to(a, b, pattern):
+    """Rule R0 gives the scalar the tensor's dtype; one that does not fit is refused (as
+    Triton does, and test_core's test_scalar_overflow checks) instead of wrapping around."""
+    with pytest.raises(SemanticError, match=pattern):
+        run("add", a, b)
 
 
 DIVISION = [

@@ -57,7 +57,7 @@ _CANDIDATES = [
     "%r = {op} %t : tensor<4x8xf32> -> tensor<32xf32>",
     "%r = {op} %p : !tt.ptr<f32> -> i64", "%c = arith.constant 0 : i64\n    %r = {op} %c : "
     "i64 -> !tt.ptr<f32>", "%r = {op} %p : !tt.ptr<f32> -> !tt.ptr<i32>",
-    "{op}", '{op} 3 "loop L12"', "{op} %t, %m : tensor<128xf32, #blocked> -> !ttg.memdesc<128xf32, #shared, #smem, "
+    "{op}", '{op} 3 "loop L12"', "%c = arith.cmpi slt, %i, %i : i32\n    {op} %c : i1", "{op} %t, %m : tensor<128xf32, #blocked> -> !ttg.memdesc<128xf32, #shared, #smem, "
     "mutable>", "{op} %m : !ttg.memdesc<128xf32, #shared, #smem, mutable>",
     "%r = {op} %mm[%i] : !ttg.memdesc<2x128xf32, #shared, #smem, mutable> -> "
     "!ttg.memdesc<128xf32, #shared, #smem, mutable>",

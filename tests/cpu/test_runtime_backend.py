@@ -40,7 +40,7 @@ def test_explicit_options(nvidia):
 
 @pytest.mark.parametrize("options,pattern", [
     ({"num_warp": 4}, "unknown option 'num_warp'.*did you mean 'num_warps'"),
-    ({"num_warps": 3}, "num_warps' = 3 is not allowed.*power of two"),
+    ({"num_warps": 3}, "num_warps' = 3 is not allowed.*power of 2"),
     ({"num_warps": "4"}, "num_warps' takes an integer"),
     ({"num_warps": True}, "num_warps' takes an integer"),
     ({"num_stages": 0}, "num_stages' = 0 is not allowed"),

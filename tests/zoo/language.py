@@ -93,15 +93,17 @@ def randint4x_kernel(out_ptr, seed, n, BLOCK: tl.constexpr, OFFSET_DTYPE: tl.con
     tl.store(out_ptr + offs * 4 + 3, r3, mask=mask)
 
 
-def _make_randint4x(bits):
+def _make_randint4x(offset_bits):
+    """tl.randint4x gives Philox 4x32 numbers for 32- and 64-bit offsets alike (a 64-bit
+    offset's high word is the second counter word); stored zero-extended."""
     def make(rng):
         n = awkward(rng, 100, 600, 128)
         seed = int(rng.integers(0, 2**40))
         ref = philox_reference(seed, range(n)).reshape(-1)
-        dt = np.int32 if bits == 32 else np.int64
-        expected = ref.astype(np.uint32 if bits == 32 else np.uint64).view(dt)
+        dt = np.int32 if offset_bits == 32 else np.int64
+        expected = ref.astype(np.uint32 if offset_bits == 32 else np.uint64).view(dt)
         return Case([np.zeros(4 * n, dt), seed, n], (triton.cdiv(n, 128),), {0: expected},
-                    {"BLOCK": 128, "OFFSET_DTYPE": tl.int32 if bits == 32 else tl.int64},
+                    {"BLOCK": 128, "OFFSET_DTYPE": tl.int32 if offset_bits == 32 else tl.int64},
                     {"num_warps": 4})
     return make
 

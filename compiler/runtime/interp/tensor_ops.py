@@ -210,6 +210,12 @@ def print_(ctx, op, values):
     return None
 
 
+@semantics(tt.AssumeOp)
+def assume(ctx, op, values):
+    """tl.assume's promise: nothing to do (it is not checked, as in Triton's interpreter)."""
+    return None
+
+
 @semantics(tt.AssertOp)
 def assert_(ctx, op, values):
     """Fail with the message when any element of the condition is false."""
