@@ -3,11 +3,14 @@ every config of bench/bench_attention.py, and Triton's where a TRITON_KERNEL_DUM
 its PTX for the same config (ptxas + nvdisasm make its SASS here). No GPU needed.
 
     PYTHONPATH=. python3 bench/attention_loops.py [--triton-dump DIR] [--causal]
+                                                  [--occupancy]
 
 One row per config: registers and spill bytes (ptxas), then per loop iteration the SASS
 instruction count, HGMMA, WARPGROUP.ARRIVE / WARPGROUP.DEPBAR (one each per dot when the wgmma
 chains are unbroken; one per HGMMA when ptxas serialized them), MUFU.EX2, FSETP (the denormal
 wrapper of a non-ftz ex2), ISETP, BAR.SYNC, LDGSTS, and the PTX's bar.sync and wgmma waits.
+With --occupancy: registers, shared memory and resident CTAs per SM (what limits them) for
+ours and Triton's instead.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.codegen.loop_stats import opcodes, ptx_loop, sass_loop  # noqa: E402
+from compiler.codegen.occupancy import ctas_per_sm  # noqa: E402
 from compiler.codegen.sass import disassemble  # noqa: E402
 from compiler.codegen.toolchain import find_tool  # noqa: E402
 
@@ -47,6 +51,7 @@ def ours(head_dim, block_m, block_n, warps, causal) -> dict:
     info = compiled.trace.cubin_info
     return {"ptx": compiled.asm["ptx"], "sass": compiled.asm.get("sass") or "",
             "registers": info["registers"], "spills": info["spill_stores"],
+            "shared": compiled.metadata.shared,
             "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", info["report"])))}
 
 
@@ -60,6 +65,19 @@ def _triton_config(ttgir: str) -> tuple | None:
     block_n = int(k.group(2)) if int(k.group(1)) == int(q.group(2)) else int(k.group(1))
     return (int(q.group(2)), int(q.group(1)), block_n, int(warps.group(1)),
             "arith.minsi" in ttgir)
+
+
+_ALLOC = re.compile(r"= ttg\.local_alloc\b.*?-> !ttg\.memdesc<([0-9x]+)x(f16|bf16|f32|i8)")
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1}
+
+
+def _triton_shared(ttgir: str) -> int:
+    """The bytes of the shared buffers a Triton ttgir allocates (local_alloc results; its
+    layout-conversion scratch reuses that space or is smaller in these kernels)."""
+    total = 0
+    for shape, element in _ALLOC.findall(ttgir):
+        total += int(np.prod([int(d) for d in shape.split("x")])) * _BYTES[element]
+    return total
 
 
 def triton(dump: Path) -> dict:
@@ -79,6 +97,7 @@ def triton(dump: Path) -> dict:
         registers = re.search(r"Used (\d+) registers", run.stderr)
         spills = re.search(r"(\d+) bytes spill stores", run.stderr)
         found[config] = {"ptx": ptx_path.read_text(), "sass": sass or "",
+                         "shared": _triton_shared(ttgir.read_text()),
                          "registers": int(registers.group(1)) if registers else -1,
                          "spills": int(spills.group(1)) if spills else -1,
                          "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", run.stderr)))}
@@ -97,12 +116,39 @@ def row(name: str, facts: dict) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def occupancy_cells(facts: dict | None, warps: int) -> list:
+    """Registers, shared KB, CTAs/SM (and the resources that limit it), warps/SM."""
+    if facts is None or facts["registers"] <= 0:
+        return ["-"] * 4
+    occ = ctas_per_sm(facts["registers"], warps, facts["shared"])
+    return [facts["registers"], f"{facts['shared'] / 1024:g}",
+            f"{occ['ctas_per_sm']} ({'+'.join(occ['limited_by'])})", occ["warps_per_sm"]]
+
+
+def occupancy_table(theirs: dict, causal: bool) -> None:
+    """Resident CTAs per SM of ours and Triton's per config (compiler.codegen.occupancy)."""
+    header = ["config (D, BM, BN, warps)", "ours regs", "ours smem KB", "ours CTAs/SM",
+              "ours warps/SM", "Triton regs", "Triton smem KB", "Triton CTAs/SM",
+              "Triton warps/SM"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for config in CONFIGS:
+        cells = [config, *occupancy_cells(ours(*config, causal), config[3]),
+                 *occupancy_cells(theirs.get(config + (causal,)), config[3])]
+        print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--triton-dump", type=Path, help="a TRITON_KERNEL_DUMP folder")
     parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--occupancy", action="store_true",
+                        help="print resident CTAs per SM per config instead of loop counts")
     args = parser.parse_args()
     theirs = triton(args.triton_dump) if args.triton_dump else {}
+    if args.occupancy:
+        occupancy_table(theirs, args.causal)
+        return
     header = ["config (D, BM, BN, warps)", "regs", "spill B", "SASS/iter", *SASS_COLUMNS,
               "PTX bar.sync", "wgmma waits", "ptxas warnings"]
     print("| " + " | ".join(header) + " |")

@@ -142,3 +142,26 @@ def test_a_column_mask_is_one_value_per_16_columns_of_an_mma_tile():
     assert len(same) == 64 and len(set(same)) == 8
     assert equal_value_registers(mma, (1, 128), (1, 1)) is None
     assert equal_value_registers(mma, (1, 128), (1, 12)) is None       # not a power of two
+
+
+#: resident CTAs per SM of Triton 3.6's kernel per config (bench/attention_loops.md): the first
+#: three from its dumps (ptxas registers of its PTX, its ttgir's shared buffers); the other two
+#: hold the same buffers (q, three stages of k and v), so D128 64x64 is bound to 2 by shared
+#: memory whatever its registers, and D64 128x64 8 warps to 2 by registers (86 to 128)
+TRITON_CTAS = {(64, 128, 64, 4): 2, (128, 128, 64, 8): 1, (128, 128, 128, 8): 1,
+               (128, 64, 64, 4): 2, (64, 128, 64, 8): 2}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("config", sorted(TRITON_CTAS))
+def test_as_many_ctas_per_sm_as_triton(config):
+    """Our registers and shared memory hold as many CTAs on an SM as Triton's. The margins are
+    thin: above 128 registers D64 128x64 with 8 warps holds one CTA, and D128 64x64 has 1 KB of
+    shared memory to spare before it does."""
+    from compiler.codegen.occupancy import ctas_per_sm
+    head_dim, block_m, block_n, warps = config
+    compiled = _compiled(config)
+    buffers = 2 * (block_m * head_dim + 2 * 3 * block_n * head_dim)
+    assert compiled.metadata.shared == buffers
+    occupancy = ctas_per_sm(compiled.trace.cubin_info["registers"], warps, buffers)
+    assert occupancy["ctas_per_sm"] == TRITON_CTAS[config]
