@@ -289,3 +289,10 @@ def test_host_descriptors_check_strides_and_block_shapes():
         _scale_copy[(1,)](TensorDescriptor.from_tensor(y, [8, 6]),
                           TensorDescriptor.from_tensor(y, [8, 8]), 1.0, interpret=True)
     _located(err, "powers of two")
+
+
+def test_warmup_takes_descriptor_signature_strings():
+    compiled = _scale_copy.warmup("tensordesc<fp32[8, 32]>", "tensordesc<fp32[8, 32],nan>", 2.0,
+                                  grid=(1,))
+    header = compiled.asm["ttir"].splitlines()[1]
+    assert "%dst_3: i64" in header and "tt.divisibility" not in header
