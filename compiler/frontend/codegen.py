@@ -182,9 +182,19 @@ class CodeGenerator(ast.NodeVisitor):
         tree = self.src.tree
         func_loc = self.src.location(tree)
         block = Block()
+        descriptors = []
         for pname, kind in params:
             if isinstance(kind, constexpr):
                 self.scope[pname] = kind
+                continue
+            if isinstance(kind, tl.tensor_descriptor_type):   # a host TensorDescriptor
+                fields = []
+                for i, field_type in enumerate(kind.argument_types()):
+                    arg = block.add_argument(field_type.to_ir(), NameLoc(pname, func_loc))
+                    arg.name_hint = f"{pname}_{i}"
+                    arg.attributes = dict(arg_attrs.get(f"{pname}.{i}", {}))
+                    fields.append(tensor(arg, field_type))
+                descriptors.append((pname, kind, fields))
                 continue
             if isinstance(kind, tl.aggregate):      # a block pointer: one argument per field
                 fields = []
@@ -199,6 +209,8 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[pname] = tensor(arg, kind)
         self.builder.set_insertion_point_to_end(block)
         self.builder.loc = func_loc
+        for pname, kind, fields in descriptors:
+            self.scope[pname] = kind.build(self.sem, fields)
         self.visit_body(fold_early_returns(tree.body))
         results = self._return_values(tree)
         with self.builder.location(self._return_loc(tree)):
@@ -1263,6 +1275,9 @@ def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
                                    src.line_of(arg), src.col_of(arg), src.source_line(arg))
         elif name in signature:
             try:
+                if tl.tensor_descriptor_type.is_signature(signature[name]):
+                    params.append((name, tl.tensor_descriptor_type.parse(signature[name])))
+                    continue
                 kind = dtype_from_signature(signature[name])
                 if _annotation_is(arg.annotation, "const") and kind.is_ptr():
                     kind = tl.pointer_type(kind.element_ty, kind.address_space, const=True)

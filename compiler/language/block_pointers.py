@@ -9,6 +9,16 @@ through it builds the block of pointers base + sum_d (offset_d + arange(block_d)
 (in int64) and, for the dims in `boundary_check`, the mask 0 <= offset_d + i < shape_d, as
 Triton's rewrite of tensor pointers does for targets without TMA. Loops carry its fields
 (see `CodeGenerator.loop_carried`), so `p = tl.advance(p, ...)` in a loop works.
+
+Tensor descriptors are lowered the same way, without TMA: a descriptor is a front-end value
+(`core.tensor_descriptor`: base, shape, strides as runtime scalars, block shape and padding
+static), made in the kernel by `tl.make_tensor_descriptor` or passed in as a host
+`TensorDescriptor` (a kernel parameter of type `core.tensor_descriptor_type`, which the launch
+expands into its fields); `desc.load(offsets)` is a load of the block of pointers masked on
+every dim (other = 0, or NaN), `desc.store` a masked store. Building the pointers in the front
+end, like block pointers, means every later pass (axis info, coalescing, the Hopper dot path,
+the pipeliner) sees ordinary pointer loads and needs nothing new; a TMA lowering would keep
+the descriptor as an IR value instead.
 """
 from __future__ import annotations
 
@@ -165,10 +175,17 @@ def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_opti
     if len(shape_t) != len(blocks) or len(strides_t) != len(blocks):
         raise SemanticError(f"tl.make_tensor_descriptor's shape and strides need "
                             f"{len(blocks)} entries, as block_shape has")
-    last = _const(strides, "strides")
-    last = _const(last[-1], "strides") if isinstance(last, (tuple, list)) else None
-    if isinstance(last, int) and last != 1:
-        raise SemanticError(f"tl.make_tensor_descriptor needs the last stride to be 1, got {last}")
+    given = _const(strides, "strides")
+    given = [g.value if isinstance(g, constexpr) else g for g in given] \
+        if isinstance(given, (tuple, list)) else []
+    if given and isinstance(given[-1], int) and given[-1] != 1:
+        raise SemanticError(f"tl.make_tensor_descriptor needs the last stride to be 1, got "
+                            f"{given[-1]}")
+    element_bytes = base.dtype.element_ty.primitive_bitwidth // 8
+    for stride in given[:-1]:
+        if isinstance(stride, int) and (stride * element_bytes) % 16:
+            raise SemanticError(f"tl.make_tensor_descriptor's strides must be multiples of 16 "
+                                f"bytes but the last, got {stride} * {element_bytes} bytes")
     padding = _const(padding_option, "padding_option")
     if padding not in PADDINGS:
         raise SemanticError(f"padding_option must be 'zero' or 'nan', got {padding!r}")

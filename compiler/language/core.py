@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 from compiler.dialects.tt import PointerType
 from compiler.ir import types as irt
@@ -487,6 +488,58 @@ class tensor_descriptor(aggregate):
 
 tensor_descriptor.METHODS = {"load": _descriptor_method("load_tensor_descriptor"),
                              "store": _descriptor_method("store_tensor_descriptor")}
+
+
+class tensor_descriptor_type:
+    """The type of a kernel parameter that is a host `TensorDescriptor` (signature
+    `tensordesc<fp16[64, 64]>`, `tensordesc<fp16[64, 64],nan>` for NaN padding): the element
+    type, block shape and padding are compile-time; the kernel takes the base pointer, the
+    shape (int32s) and the strides but the last (int64s) as arguments, the last stride being
+    1 (the host descriptor checks it), and rebuilds a `tensor_descriptor` from them."""
+
+    _TEXT = re.compile(r"^tensordesc<(\w+)\[([\d,\s]*)\](?:,(zero|nan))?>$")
+
+    def __init__(self, element_ty: dtype, block_shape: tuple, padding: str = "zero"):
+        self.element_ty = element_ty
+        self.block_shape = tuple(block_shape)
+        self.padding = padding
+
+    @staticmethod
+    def is_signature(text) -> bool:
+        """Whether a signature string names a tensor descriptor."""
+        return isinstance(text, str) and text.strip().startswith("tensordesc<")
+
+    @classmethod
+    def parse(cls, text: str) -> "tensor_descriptor_type":
+        """The type a signature string names; ValueError when it is malformed or its block
+        shape is not made of powers of two (as `tl.arange` needs)."""
+        match = cls._TEXT.match(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not a tensor-descriptor signature type; expected "
+                             f"e.g. 'tensordesc<fp16[64, 64]>'")
+        element = dtype_from_signature(match.group(1))
+        blocks = tuple(int(b) for b in match.group(2).split(",") if b.strip())
+        if not blocks or any(b <= 0 or b & (b - 1) for b in blocks):
+            raise ValueError(f"a tensor descriptor's block_shape entries must be powers of two, "
+                             f"got {list(blocks)} (set block_shape before the launch, e.g. in "
+                             f"the autotune config's pre_hook)")
+        return cls(element, blocks, match.group(3) or "zero")
+
+    def argument_types(self) -> list:
+        """The kernel arguments it stands for: base, shape..., strides but the last."""
+        rank = len(self.block_shape)
+        return [pointer_type(self.element_ty)] + [int32] * rank + [int64] * (rank - 1)
+
+    def build(self, sem, args: list) -> tensor_descriptor:
+        """The descriptor over the kernel arguments `args` (see `argument_types`)."""
+        rank = len(self.block_shape)
+        strides = list(args[1 + rank:]) + [sem.constant(1, int64)]
+        return tensor_descriptor(args[0], list(args[1:1 + rank]), strides, self.block_shape,
+                                 self.padding)
+
+    def __repr__(self) -> str:
+        padding = ",nan" if self.padding == "nan" else ""
+        return f"tensordesc<{self.element_ty}{list(self.block_shape)}{padding}>"
 
 
 # ---- builtins ---------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ class _GpuEntry:
         self.takes_addresses = self.launch is not None
         if self.launch is None:
             self.launch = loaded.launch
-        self.select = _selector(spec.runtime_params)
+        self.select = _selector(spec.runtime_params, spec.descriptor_params)
         self.spec = spec
         self.trace = getattr(kernel, "trace", None)
         self.num_warps = num_warps
@@ -180,7 +180,7 @@ class _InterpreterEntry:
     def __init__(self, module, name: str, spec: Specialization, trace, kernel, num_warps: int):
         self.module = module
         self.name = name
-        self.select = _selector(spec.runtime_params)
+        self.select = _selector(spec.runtime_params, spec.descriptor_params)
         self.spec = spec
         self.trace = trace
         self.kernel = kernel
@@ -197,14 +197,33 @@ class _InterpreterEntry:
         return self.select(bound)
 
 
-def _selector(positions: tuple):
-    """A fast function picking the runtime arguments out of all bound arguments."""
+def _selector(positions: tuple, descriptors: tuple = ()):
+    """A fast function picking the runtime arguments out of all bound arguments; a tensor
+    descriptor among them (at a position in `descriptors`) becomes its kernel fields."""
+    if descriptors:
+        return functools.partial(_select_expanding, positions, frozenset(descriptors))
     if not positions:
         return lambda bound: ()
     if len(positions) == 1:
         index = positions[0]
         return lambda bound: (bound[index],)
     return operator.itemgetter(*positions)
+
+
+def _select_expanding(positions: tuple, descriptors: frozenset, bound: tuple) -> tuple:
+    """The runtime arguments with each descriptor's kernel fields in its place: a host
+    `TensorDescriptor` gives its `kernel_fields()`, a tuple (the fields a launch handler
+    already converted, `specialization._descriptor_launch`) is spliced in as it is."""
+    out = []
+    for index in positions:
+        value = bound[index]
+        if index not in descriptors:
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(value)
+        else:
+            out.extend(value.kernel_fields())
+    return tuple(out)
 
 
 def _for_user(err: CompilationError) -> CompilationError:

@@ -19,6 +19,8 @@ import re
 import types
 from dataclasses import dataclass, field
 
+from compiler.tools.tensor_descriptor import TensorDescriptor
+
 # ---------------------------------------------------------------------------------------------
 # Type strings
 
@@ -191,8 +193,63 @@ def _handler_for(arg):
         return _cuda_interface_entry
     if hasattr(arg, "__array_interface__") and hasattr(arg, "dtype"):
         return _ndarray_entry
+    if isinstance(arg, TensorDescriptor):
+        return _descriptor_entry
     what = getattr(type_, "kernel_argument_note", None) or f"a {type_.__name__}"
     return lambda value: UnsupportedArgument(what)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor descriptors: one parameter, several kernel arguments
+
+#: Where a descriptor entry's list of 16-divisible fields starts (`tensordesc<...>:16=0,2`).
+DESCRIPTOR_DIVISIBLE = ":16="
+_DESCRIPTOR_PREFIX = "tensordesc<"
+
+
+def is_descriptor_type(type_name) -> bool:
+    """Whether a signature type (`tensordesc<fp16[64, 64]>`) stands for a tensor descriptor."""
+    return isinstance(type_name, str) and type_name.startswith(_DESCRIPTOR_PREFIX)
+
+
+def _address(array) -> int:
+    """The address of a descriptor's base (device or host array)."""
+    if callable(getattr(array, "data_ptr", None)):
+        return array.data_ptr()
+    interface = getattr(array, "__cuda_array_interface__", None) or \
+        getattr(array, "__array_interface__", None)
+    return interface["data"][0] if interface else 1
+
+
+def _descriptor_entry(desc):
+    """A host `TensorDescriptor`: its signature type (element type, block shape, padding:
+    what the kernel is compiled for) and which of its kernel fields (`kernel_fields`: base
+    address, shape, strides but the last) are multiples of 16, as `tensordesc<fp16[8, 32]>:16=0,2`."""
+    element = dtype_type_name(getattr(desc.base, "dtype", None))
+    if element is None:
+        return UnsupportedArgument(f"a TensorDescriptor over {type(desc.base).__name__} "
+                                   f"(no known dtype)")
+    if any(not -0x80000000 <= int(d) <= 0x7FFFFFFF for d in desc.shape):
+        return UnsupportedArgument(f"a TensorDescriptor of shape {list(desc.shape)} (the shape "
+                                   f"is passed as int32)")
+    fields = desc.kernel_fields()
+    divisible = [i for i, value in enumerate([_address(fields[0])] + list(fields[1:]))
+                 if value % 16 == 0]
+    entry = desc.signature_type(element)
+    return entry + DESCRIPTOR_DIVISIBLE + ",".join(map(str, divisible)) if divisible else entry
+
+
+def _descriptor_launch(desc):
+    """A host `TensorDescriptor` at launch: its entry and its kernel fields, the base as the
+    launcher packs it."""
+    fields = desc.kernel_fields()
+    return _descriptor_entry(desc), (launch_value(fields[0]),) + fields[1:]
+
+
+def split_descriptor_entry(entry: str) -> tuple[str, list]:
+    """(signature type, indices of the 16-divisible fields) of a descriptor entry."""
+    type_name, _, divisible = entry.partition(DESCRIPTOR_DIVISIBLE)
+    return type_name, [int(i) for i in divisible.split(",") if i]
 
 
 def _is_numpy_scalar(type_) -> bool:
@@ -254,6 +311,8 @@ def _launch_handler_for(arg):
     from compiler.runtime.launcher import pointer_source
 
     entry_of = handler_for(arg)
+    if entry_of is _descriptor_entry:
+        return _descriptor_launch
     if entry_of is _data_ptr_entry or entry_of is _cuda_interface_entry:
         source = pointer_source(arg)
         if entry_of is _data_ptr_entry and source == "torch":
@@ -333,14 +392,17 @@ class Specialization:
 
     `signature` maps each runtime parameter (in order) to its type string; `constexprs` maps
     constexpr parameters, and ints specialized to 1 / `None` arguments, to values;
-    `divisibility_16` lists parameters known to be multiples of 16; `runtime_params` are the
-    indices (into the full parameter list) of the arguments the compiled kernel takes.
+    `divisibility_16` lists parameters known to be multiples of 16 (a tensor descriptor's
+    fields as `name.i`); `runtime_params` are the indices (into the full parameter list) of
+    the arguments the compiled kernel takes, `descriptor_params` those among them that are
+    tensor descriptors (each passed as its `kernel_fields`).
     """
 
     signature: dict = field(default_factory=dict)
     constexprs: dict = field(default_factory=dict)
     divisibility_16: list = field(default_factory=list)
     runtime_params: tuple = ()
+    descriptor_params: tuple = ()
 
     @property
     def attrs(self) -> dict:
@@ -363,7 +425,7 @@ def split_entries(names, constexpr_names, entries, values) -> Specialization:
     parameter when an argument cannot be passed to a kernel.
     """
     spec = Specialization()
-    runtime = []
+    runtime, descriptors = [], []
     for index, (name, entry, value) in enumerate(zip(names, entries, values)):
         if name in constexpr_names:
             spec.constexprs[name] = constexpr_value(value)
@@ -372,12 +434,18 @@ def split_entries(names, constexpr_names, entries, values) -> Specialization:
             error = ArgumentOverflow if isinstance(entry, IntOutOfRange) else ValueError
             raise error(f"argument '{name}' is {entry.what}, which a kernel cannot take: "
                              f"pass an array (numpy, torch, DeviceArray), an int, a float, a "
-                             f"bool, or mark the parameter tl.constexpr")
+                             f"bool, a TensorDescriptor, or mark the parameter tl.constexpr")
         if entry == EQUAL_TO_1:
             spec.constexprs[name] = 1
             continue
         if entry == NONE_ENTRY:
             spec.constexprs[name] = None
+            continue
+        if is_descriptor_type(entry):
+            spec.signature[name], fields = split_descriptor_entry(entry)
+            spec.divisibility_16 += [f"{name}.{i}" for i in fields]
+            runtime.append(index)
+            descriptors.append(index)
             continue
         type_name, divisible = parse_signature_string(entry)
         spec.signature[name] = type_name
@@ -385,6 +453,7 @@ def split_entries(names, constexpr_names, entries, values) -> Specialization:
             spec.divisibility_16.append(name)
         runtime.append(index)
     spec.runtime_params = tuple(runtime)
+    spec.descriptor_params = tuple(descriptors)
     return spec
 
 

@@ -1,9 +1,13 @@
 """`triton.tools.tensor_descriptor.TensorDescriptor`: the host-side description of a tiled view
 of a tensor (base, shape, strides, block shape, padding), checked as Triton checks it.
 
-Passing one to a kernel is refused with a located error: the tensor-descriptor ops it stands
-for (`tt.make_tensor_descriptor`, `tt.descriptor_load`, `tt.descriptor_store`, lowered to TMA)
-are not supported by this compiler yet.
+A kernel takes one as an argument: the launch expands it into its runtime parts
+(`kernel_fields`: the base pointer, the shape as int32s and the strides but the last as
+int64s; the last stride is the constant 1) and its signature type (`signature_type`:
+`tensordesc<fp16[64, 64]>`, with `,nan` for NaN padding) puts the element type, block shape
+and padding in the specialization key, so changing `block_shape` (an autotune `pre_hook` does)
+compiles another kernel. Inside the kernel it is a `tl.tensor_descriptor`, lowered without TMA
+(see `compiler/language/block_pointers.py`).
 """
 from __future__ import annotations
 
@@ -22,11 +26,6 @@ class TensorDescriptor:
     strides: list
     block_shape: list
     padding: str = "zero"
-
-    #: Why a kernel cannot take one (shown in the launch's error).
-    kernel_argument_note = ("a TensorDescriptor: tensor descriptors (tt.make_tensor_descriptor, "
-                            "tt.descriptor_load / tt.descriptor_store, lowered to TMA) are not "
-                            "supported yet")
 
     def __post_init__(self):
         rank = len(self.shape)
@@ -51,6 +50,20 @@ class TensorDescriptor:
 
     @staticmethod
     def from_tensor(tensor, block_shape, padding: str = "zero") -> "TensorDescriptor":
-        """The descriptor of a whole tensor (its shape and strides) tiled by `block_shape`."""
-        return TensorDescriptor(tensor, list(tensor.shape), list(tensor.stride()),
-                                list(block_shape), padding)
+        """The descriptor of a whole tensor (its shape and strides) tiled by `block_shape`;
+        `tensor` is a torch tensor (`stride()`) or a numpy array (byte `strides`)."""
+        if callable(getattr(tensor, "stride", None)):
+            strides = list(tensor.stride())
+        else:
+            strides = [s // tensor.itemsize for s in tensor.strides]
+        return TensorDescriptor(tensor, list(tensor.shape), strides, list(block_shape), padding)
+
+    def signature_type(self, element: str) -> str:
+        """The kernel signature type of this descriptor over `element` ("fp16"):
+        `tensordesc<fp16[64, 64]>`, or `tensordesc<fp16[64, 64],nan>` with NaN padding."""
+        padding = ",nan" if self.padding == "nan" else ""
+        return f"tensordesc<{element}{[int(b) for b in self.block_shape]}{padding}>"
+
+    def kernel_fields(self) -> tuple:
+        """What a launch passes for it, in order: base, shape..., strides but the last."""
+        return (self.base, *(int(s) for s in self.shape), *(int(s) for s in self.strides[:-1]))

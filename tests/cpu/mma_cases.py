@@ -10,7 +10,7 @@ import compiler as triton
 import compiler.language as tl
 from compiler.codegen.lowering import LoweringOptions, lower_module
 from compiler.compiler import CompileOptions, compile as compile_source
-from compiler.runtime.jit import JITFunction
+from compiler.runtime.jit import JITFunction, _selector
 from compiler.runtime.specialization import ASTSource
 
 from .simt import run_kernel
@@ -80,7 +80,8 @@ def compile_jit(kernel, args: list, constexprs: dict, options: dict, pipeline: s
     pipelines = {"ttgir": pipeline} if pipeline is not None else None
     compiled = compile_source(fn.source_for(spec), options=compile_options, pipelines=pipelines,
                               stop_after=stop_after)
-    return compiled, [bound[i] for i in spec.runtime_params]
+    select = _selector(spec.runtime_params, spec.descriptor_params)  # descriptors: their fields
+    return compiled, list(select(bound))
 
 
 def run_on_simt(compiled, grid: tuple, runtime_args: list, outputs: list) -> list:

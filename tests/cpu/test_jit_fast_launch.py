@@ -17,6 +17,7 @@ import pytest
 
 import compiler
 import compiler.language as tl
+from compiler.language.core import tensor_descriptor_type
 from compiler.runtime.device_array import DeviceArray
 from compiler.runtime.fast_launch import MISSING, make_fast_launch
 from compiler.runtime.jit import MAX_FAST_LAUNCHES, JITFunction, KernelArgumentError
@@ -56,6 +57,22 @@ class Calls:
 FORMATS = {"i32": "i", "i64": "q", "fp32": "f", "i1": "I", "u64": "Q"}
 
 
+def _argument_kinds(signature: dict) -> tuple[list, list]:
+    """The kernel's argument kinds and names: a tensor descriptor is its fields (base, shape
+    as i32s, strides but the last as i64s), as the compiled kernel takes them."""
+    kinds, names = [], []
+    for name, kind in signature.items():
+        if tensor_descriptor_type.is_signature(kind):
+            rank = len(tensor_descriptor_type.parse(kind).block_shape)
+            fields = ["*fp32"] + ["i32"] * rank + ["i64"] * (rank - 1)
+            kinds += fields
+            names += [f"{name}.{i}" for i in range(len(fields))]
+        else:
+            kinds.append(kind)
+            names.append(name)
+    return kinds, names
+
+
 class FakeCompiled:
     """A compiled kernel whose launcher is real, with a recording cuLaunchKernel."""
 
@@ -65,10 +82,9 @@ class FakeCompiled:
         self.src = src
         self.trace = CompileTrace(kernel_name=src.name)
         self.num_warps = 4
-        kinds = list(src.signature.values())
+        kinds, names = _argument_kinds(src.signature)
         calls.formats = ["Q" if kind.startswith("*") else FORMATS[kind] for kind in kinds]
-        self._launcher = KernelLauncher(Launcher("FN", kinds, name=src.name,
-                                                 arg_names=list(src.signature),
+        self._launcher = KernelLauncher(Launcher("FN", kinds, name=src.name, arg_names=names,
                                                  launch_fn=calls), None, 4, 0)
 
     def launcher(self):
@@ -359,3 +375,30 @@ def test_real_compiled_kernel_through_its_launcher(monkeypatch):
     assert [c[3] for c in calls.calls] == [[1 << 20, 1 << 21, (1 << 22) + 4, n]
                                            for n in (1000, 2000)]
     assert calls.calls[0][:2] == ((4, 1, 1), 128)
+
+
+@compiler.jit
+def _descriptor_scale(src, dst, factor):
+    block = src.load([tl.program_id(0) * src.block_shape[0], 0])
+    dst.store([tl.program_id(0) * src.block_shape[0], 0], block * factor)
+
+
+def test_descriptor_arguments_launch_as_their_fields_and_block_shapes_rekey(gpu):
+    from compiler.tools.tensor_descriptor import TensorDescriptor
+
+    _, compiled, calls = gpu
+    kernel = JITFunction(_descriptor_scale.fn)
+    kernel._default_interpret = False
+    src = TensorDescriptor(torch_like(1 << 20), [64, 32], [32, 1], [16, 32])
+    dst = TensorDescriptor(torch_like(1 << 21), [64, 32], [40, 1], [16, 32])
+    kernel[(4,)](src, dst, 2.0)
+    kernel[(4,)](src, dst, 3.0)                   # the fast launch
+    assert "_tile_H0" in kernel._fast_launch.source and len(compiled) == 1
+    src.block_shape = dst.block_shape = [32, 32]  # another kernel (a pre_hook does this)
+    kernel[(2,)](src, dst, 2.0)
+    assert len(compiled) == 2
+    assert compiled[0].src.signature["src"] == "tensordesc<fp32[16, 32]>"
+    assert compiled[1].src.signature["dst"] == "tensordesc<fp32[32, 32]>"
+    assert "dst.3" not in compiled[0].src.attrs["divisibility_16"]    # stride 40
+    assert [c[3] for c in calls.calls] == [
+        [1 << 20, 64, 32, 32, 1 << 21, 64, 32, 40, factor] for factor in (2.0, 3.0, 2.0)]

@@ -150,15 +150,14 @@ def test_set_allocator(aliased):
         aliased.set_allocator(42)
 
 
-def test_tensor_descriptor_host_checks_and_kernel_refusal():
+def test_tensor_descriptor_host_checks():
+    """The host checks; kernels taking descriptors: tests/cpu/test_tensor_descriptors.py."""
     from compiler.tools.tensor_descriptor import TensorDescriptor
     x = np.zeros((16, 32), dtype=np.float32)
     desc = TensorDescriptor(x, [16, 32], [32, 1], [8, 8])
     assert desc.padding == "zero"
     with pytest.raises(ValueError, match="contiguous"):
         TensorDescriptor(x, [16, 32], [1, 16], [8, 8])
-    with pytest.raises(triton.CompilationError, match="tensor descriptors .* not supported yet"):
-        _copy_kernel[(1,)](desc, x, 8, interpret=True)
 
 
 # ---- dtypes --------------------------------------------------------------------------------------
