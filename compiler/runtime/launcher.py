@@ -353,7 +353,8 @@ class Launcher:
                 try:
                     values.append(device_pointer(arg))
                 except ArgumentError as exc:
-                    raise ArgumentError(f"argument {name} of kernel {self.name}: {exc}") from None
+                    # the same class: a HostMemoryError stays a ValueError, as Triton's is
+                    raise type(exc)(f"argument {name} of kernel {self.name}: {exc}") from None
             else:
                 value = _check_scalar(kind, arg, f"{name} of kernel {self.name}")
                 values.append(bf16_bits(value) if kind == "bf16" else value)
