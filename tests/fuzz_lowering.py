@@ -19,12 +19,12 @@ import argparse
 import functools
 import random
 import re
-import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
+
+from tests.fuzz_common import Hang, Outcome as FuzzOutcome, time_limit
 
 SAMPLE_KERNELS = ("vector_add", "softmax", "layernorm", "matmul")
 HANG_SECONDS = 20
@@ -36,20 +36,10 @@ ELEMENT_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
 ACCEPTED = ("compiled", "rejected", "lowering-error", "refused")
 
 
-class Hang(Exception):
-    """A compile that ran past `HANG_SECONDS`."""
-
-
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(FuzzOutcome):
     """What a mutant did: one of ACCEPTED, or "internal", "hang"; and why."""
 
-    kind: str
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.kind in ACCEPTED
+    ACCEPTED = ACCEPTED
 
 
 # ---- seeds ---------------------------------------------------------------------------------
@@ -148,9 +138,6 @@ def mutate(rng: random.Random, text: str) -> tuple[str, str]:
 
 
 # ---- running one mutant --------------------------------------------------------------------
-def _on_alarm(signum, frame):
-    raise Hang(f"ran past {HANG_SECONDS} s")
-
 
 def run_mutant(text: str, name: str = "mutant.ttgir") -> Outcome:
     """Parse and verify `text`; compile an accepted module to PTX; classify what happened."""
@@ -165,9 +152,7 @@ def run_mutant(text: str, name: str = "mutant.ttgir") -> Outcome:
     from compiler.passes.manager import PipelineError
     from compiler.codegen.backend import OptionError
     from compiler.watchdog import StageTimeout
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(HANG_SECONDS)
-    try:
+    with time_limit(HANG_SECONDS):
         try:
             module = parse_module(text, name)
             verify_module(module)
@@ -190,9 +175,6 @@ def run_mutant(text: str, name: str = "mutant.ttgir") -> Outcome:
             return Outcome("hang", str(err))
         except Exception as err:  # the property: nothing else may escape
             return Outcome("internal", f"{type(err).__name__}: {err}")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     if ".entry" not in compiled.asm.get("ptx", ""):
         return Outcome("internal", "no PTX entry was produced")
     return Outcome("compiled")

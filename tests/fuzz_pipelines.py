@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import functools
 import random
-import signal
 import sys
 import time
 from collections import Counter
@@ -30,6 +29,7 @@ from compiler.frontend.errors import CompilationError
 from compiler.ir import parse_module
 from compiler.passes.manager import DEFAULT_PIPELINES
 from compiler.passes.requirements import PassOrderError
+from tests.fuzz_common import Hang, Outcome as FuzzOutcome, time_limit
 
 TTIR = DEFAULT_PIPELINES["ttir"].split(",")
 TTGIR = DEFAULT_PIPELINES["ttgir"].split(",")
@@ -42,9 +42,6 @@ KERNELS = ("vector_add", "softmax", "layernorm", "matmul")
 ACCEPTED = ("compiled", "refused-order", "compile-error", "lowering-error")
 HANG_SECONDS = 30
 
-
-class Hang(Exception):
-    """A compile or interpretation that ran past `HANG_SECONDS`."""
 
 
 @dataclass(frozen=True)
@@ -62,16 +59,10 @@ class Case:
         return f"{self.kernel} ttir={','.join(self.ttir)!r} ttgir={','.join(self.ttgir)!r}"
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(FuzzOutcome):
     """What a case did: one of ACCEPTED, or "internal", "hang", "mismatch"; and why."""
 
-    kind: str
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.kind in ACCEPTED
+    ACCEPTED = ACCEPTED
 
 
 # ---- cases ---------------------------------------------------------------------------------
@@ -134,35 +125,28 @@ def _reference(kernel: str):
     return _interpret(parse_module(compiled.trace.stage_inputs["ttir"]), grid, args, outputs)
 
 
-def _on_alarm(signum, frame):
-    raise Hang(f"ran past {HANG_SECONDS} s")
-
 
 def run_case(case: Case) -> Outcome:
     """Compile `case` to PTX and compare its ttgir's results with the reference."""
     from compiler.compiler import compile as compile_source
     source, options, grid, args, outputs = _sample(case.kernel)
     want = _reference(case.kernel)
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(HANG_SECONDS)
-    try:
-        compiled = compile_source(source, options={**options, "build_cubin": False,
-                                                   "build_sass": False},
-                                  pipelines=case.pipelines(), stop_after="ptx")
-        got = _interpret(compiled.ttgir_module, grid, args, outputs)
-    except PassOrderError as err:
-        return Outcome("refused-order", str(err))
-    except CompilationError as err:
-        return Outcome("compile-error", str(err))
-    except LoweringError as err:
-        return Outcome("lowering-error", str(err))
-    except Hang as err:
-        return Outcome("hang", str(err))
-    except Exception as err:  # the property: nothing else may escape
-        return Outcome("internal", f"{type(err).__name__}: {err}")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    with time_limit(HANG_SECONDS):
+        try:
+            compiled = compile_source(source, options={**options, "build_cubin": False,
+                                                       "build_sass": False},
+                                      pipelines=case.pipelines(), stop_after="ptx")
+            got = _interpret(compiled.ttgir_module, grid, args, outputs)
+        except PassOrderError as err:
+            return Outcome("refused-order", str(err))
+        except CompilationError as err:
+            return Outcome("compile-error", str(err))
+        except LoweringError as err:
+            return Outcome("lowering-error", str(err))
+        except Hang as err:
+            return Outcome("hang", str(err))
+        except Exception as err:  # the property: nothing else may escape
+            return Outcome("internal", f"{type(err).__name__}: {err}")
     if ".entry" not in compiled.asm.get("ptx", ""):
         return Outcome("internal", "no PTX entry was produced")
     for w, g in zip(want, got):
