@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from compiler.dialects import ttg
 from compiler.ir.core import Module, op_count_by_name
 from compiler.ir.shape import module_shape
 from compiler.ir.printer import enc_text, print_module, print_module_with_printer
@@ -116,7 +117,7 @@ class TraceInstrumentation(PassInstrumentation):
         record = self._record(run)
         counts = op_count_by_name(module)
         record.op_counts = counts
-        record.convert_layout_count = counts.get("ttg.convert_layout", 0)
+        record.convert_layout_count = counts.get(ttg.ConvertLayoutOp.name, 0)
         shape = module_shape(module) if self.snapshots or self.verify_each else None
         if self.snapshots:
             if shape == self._last_shape:          # nothing the printer reads has changed
