@@ -1,0 +1,106 @@
+"""A `ttg.convert_layout` through shared memory whose buffer would exceed the target's shared
+memory (`compiler.analysis.conversion.SHARED_LIMIT_BYTES`) goes in rounds through a smaller
+buffer: the case is Triton's test_convert_mma2mma with mma v2 warps [1, 4] <-> [4, 1] on a
+256 x 256 tile (its i32 offsets alone would need 262144 bytes). The allocation stays within the
+limit, every element arrives (CPU SIMT evaluator), and ptxas accepts the PTX."""
+from __future__ import annotations
+
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+from compiler.analysis.conversion import SHARED_LIMIT_BYTES, plan_conversion
+from compiler.analysis.layout_to_linear import to_linear_layout
+from compiler.codegen.lowering import LoweringOptions, lower_module
+from compiler.dialects import ttg
+from compiler.ir import parse_module
+
+from .simt import run_kernel
+
+
+def _mma(warps) -> ttg.NvidiaMmaEncoding:
+    return ttg.NvidiaMmaEncoding(2, 0, tuple(warps), (16, 8))
+
+
+def _kernel(m: int, n: int, src: str, dst: str) -> str:
+    """Triton's test_convert_mma2mma kernel: offsets and an f16 tile, both converted."""
+    def t(ty, enc):
+        return f"tensor<{m}x{n}x{ty}, #{enc}>"
+    return textwrap.dedent(f"""
+    #src = {src}
+    #dst = {dst}
+    module attributes {{"ttg.num-warps" = 4 : i32, "ttg.num-ctas" = 1 : i32, "ttg.threads-per-warp" = 32 : i32, ttg.target = "cuda:90"}} {{
+    tt.func public @kernel_0d1d(%arg0: !tt.ptr<f16> {{tt.divisibility = 16 : i32}}, %arg1: !tt.ptr<f16> {{tt.divisibility = 16 : i32}}) {{
+      %cst = arith.constant dense<{n}> : tensor<{m}x1xi32, #src>
+      %0 = tt.make_range {{end = {m} : i32, start = 0 : i32}} : tensor<{m}xi32, #ttg.slice<{{dim = 1, parent = #src}}>>
+      %1 = tt.make_range {{end = {n} : i32, start = 0 : i32}} : tensor<{n}xi32, #ttg.slice<{{dim = 0, parent = #src}}>>
+      %2 = tt.splat %arg0 : !tt.ptr<f16> -> {t("!tt.ptr<f16>", "src")}
+      %3 = tt.splat %arg1 : !tt.ptr<f16> -> {t("!tt.ptr<f16>", "dst")}
+      %4 = tt.expand_dims %0 {{axis = 1 : i32}} : tensor<{m}xi32, #ttg.slice<{{dim = 1, parent = #src}}>> -> tensor<{m}x1xi32, #src>
+      %5 = arith.muli %4, %cst : tensor<{m}x1xi32, #src>
+      %6 = tt.expand_dims %1 {{axis = 0 : i32}} : tensor<{n}xi32, #ttg.slice<{{dim = 0, parent = #src}}>> -> tensor<1x{n}xi32, #src>
+      %7 = tt.broadcast %6 : tensor<1x{n}xi32, #src> -> {t("i32", "src")}
+      %8 = tt.broadcast %5 : tensor<{m}x1xi32, #src> -> {t("i32", "src")}
+      %9 = arith.addi %8, %7 : {t("i32", "src")}
+      %10 = tt.addptr %2, %9 : {t("!tt.ptr<f16>", "src")}, {t("i32", "src")}
+      %11 = tt.load %10 : {t("!tt.ptr<f16>", "src")}
+      %12 = ttg.convert_layout %9 : {t("i32", "src")} -> {t("i32", "dst")}
+      %13 = ttg.convert_layout %11 : {t("f16", "src")} -> {t("f16", "dst")}
+      %14 = tt.addptr %3, %12 : {t("!tt.ptr<f16>", "dst")}, {t("i32", "dst")}
+      tt.store %14, %13 : {t("!tt.ptr<f16>", "dst")}
+      tt.return
+    }}
+    }}
+    """)
+
+
+WIDE, TALL = _mma([1, 4]), _mma([4, 1])
+
+
+def _layout(encoding, shape):
+    return to_linear_layout(encoding, shape)
+
+
+def test_a_plan_over_the_limit_goes_in_rounds_within_it():
+    shape = (256, 256)
+    plan = plan_conversion(_layout(WIDE, shape), _layout(TALL, shape), 4)
+    assert plan.strategy == "shared"
+    assert 256 * 256 * 4 > SHARED_LIMIT_BYTES >= plan.scratch_bytes
+    assert plan.swizzle.rounds == 2 and plan.scratch_bytes == 256 * 256 * 2
+    assert "2 rounds" in plan.describe()
+
+
+def test_a_plan_under_the_limit_is_one_round():
+    shape = (256, 256)
+    plan = plan_conversion(_layout(WIDE, shape), _layout(TALL, shape), 2)
+    assert plan.swizzle.rounds == 1 and plan.scratch_bytes == 256 * 256 * 2
+
+
+def test_a_smaller_limit_gives_more_rounds_and_a_smaller_buffer():
+    shape = (64, 64)
+    plan = plan_conversion(_layout(WIDE, shape), _layout(TALL, shape), 4, limit_bytes=2048)
+    assert plan.swizzle.rounds == 8 and plan.scratch_bytes == 2048
+
+
+@pytest.mark.parametrize("src,dst", [(WIDE, TALL), (TALL, WIDE)])
+def test_conversion_in_rounds_moves_every_element(src, dst):
+    m = n = 256
+    kernel = lower_module(parse_module(_kernel(m, n, src, dst)), LoweringOptions(optimize=False))
+    assert kernel.shared_bytes <= SHARED_LIMIT_BYTES
+    assert len(re.findall(r"; convert_layout: shared .*2 rounds", str(kernel.llvm_ir))) == 1
+    data = np.random.default_rng(0).standard_normal((m, n)).astype(np.float16)
+    out = np.zeros_like(data)
+    memory = run_kernel(kernel, (1,), [data, out])
+    np.testing.assert_array_equal(memory.read(1, out), data)
+
+
+def test_conversion_in_rounds_is_accepted_by_ptxas():
+    from compiler.codegen.toolchain import find_tool
+    if find_tool("ptxas") is None:
+        pytest.skip("no ptxas")
+    from tests.cpu.codegen_kernels import compile_ttgir
+    compiled = compile_ttgir(_kernel(256, 256, WIDE, TALL), build_cubin=True)
+    assert compiled.asm["cubin"]
+    assert compiled.metadata.shared <= SHARED_LIMIT_BYTES
