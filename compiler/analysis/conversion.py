@@ -159,10 +159,12 @@ class ConversionPlan:
 
 def plan_conversion(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
                     vectorizable: bool = True,
-                    limit_bytes: int = SHARED_LIMIT_BYTES) -> ConversionPlan:
+                    limit_bytes: int | None = None) -> ConversionPlan:
     """The cheapest way to move a tensor from layout `src` to layout `dst` (same tensor shape;
     `elem_bytes` per element in shared memory; `vectorizable` False for pointers and i1; a
-    shared buffer of at most `limit_bytes`)."""
+    shared buffer of at most `limit_bytes`, by default `SHARED_LIMIT_BYTES`)."""
+    if limit_bytes is None:
+        limit_bytes = SHARED_LIMIT_BYTES
     if src.out_shape() != dst.out_shape() and src.out_dims == dst.out_dims:
         raise ValueError(f"conversion between shapes {src.out_shape()} and {dst.out_shape()}")
     src_regs, dst_regs = src.in_dim_size(REGISTER), dst.in_dim_size(REGISTER)
@@ -444,7 +446,7 @@ _PLANS: dict = {}
 
 
 def _cached_plan(src, dst, elem_bytes, vectorizable) -> ConversionPlan:
-    key = (src, dst, elem_bytes, vectorizable)
+    key = (src, dst, elem_bytes, vectorizable, SHARED_LIMIT_BYTES)
     if key not in _PLANS:
         _PLANS[key] = plan_conversion(src, dst, elem_bytes, vectorizable)
     return _PLANS[key]

@@ -20,18 +20,18 @@ from compiler.ir import parse_module
 from .simt import run_kernel
 
 
-def _mma(warps) -> ttg.NvidiaMmaEncoding:
-    return ttg.NvidiaMmaEncoding(2, 0, tuple(warps), (16, 8))
+def _mma(warps, version: int = 2, instr=(16, 8)) -> ttg.NvidiaMmaEncoding:
+    return ttg.NvidiaMmaEncoding(version, 0, tuple(warps), tuple(instr))
 
 
-def _kernel(m: int, n: int, src: str, dst: str) -> str:
+def _kernel(m: int, n: int, src, dst, num_warps: int = 4) -> str:
     """Triton's test_convert_mma2mma kernel: offsets and an f16 tile, both converted."""
     def t(ty, enc):
         return f"tensor<{m}x{n}x{ty}, #{enc}>"
     return textwrap.dedent(f"""
     #src = {src}
     #dst = {dst}
-    module attributes {{"ttg.num-warps" = 4 : i32, "ttg.num-ctas" = 1 : i32, "ttg.threads-per-warp" = 32 : i32, ttg.target = "cuda:90"}} {{
+    module attributes {{"ttg.num-warps" = {num_warps} : i32, "ttg.num-ctas" = 1 : i32, "ttg.threads-per-warp" = 32 : i32, ttg.target = "cuda:90"}} {{
     tt.func public @kernel_0d1d(%arg0: !tt.ptr<f16> {{tt.divisibility = 16 : i32}}, %arg1: !tt.ptr<f16> {{tt.divisibility = 16 : i32}}) {{
       %cst = arith.constant dense<{n}> : tensor<{m}x1xi32, #src>
       %0 = tt.make_range {{end = {m} : i32, start = 0 : i32}} : tensor<{m}xi32, #ttg.slice<{{dim = 1, parent = #src}}>>
@@ -57,6 +57,12 @@ def _kernel(m: int, n: int, src: str, dst: str) -> str:
 
 
 WIDE, TALL = _mma([1, 4]), _mma([4, 1])
+#: Triton's test_convert_mma2mma pairs whose 256 x 256 i32 conversion needs rounds: (a, b, warps)
+ROUND_PAIRS = {
+    "v2": (WIDE, TALL, 4),
+    "v2-16-warps": (_mma([2, 8]), _mma([8, 2]), 16),
+    "v3": (_mma([1, 4], 3, (16, 32, 32)), _mma([4, 1], 3, (16, 64, 32)), 4),
+}
 
 
 def _layout(encoding, shape):
@@ -84,10 +90,15 @@ def test_a_smaller_limit_gives_more_rounds_and_a_smaller_buffer():
     assert plan.swizzle.rounds == 8 and plan.scratch_bytes == 2048
 
 
-@pytest.mark.parametrize("src,dst", [(WIDE, TALL), (TALL, WIDE)])
-def test_conversion_in_rounds_moves_every_element(src, dst):
+@pytest.mark.parametrize("pair", list(ROUND_PAIRS))
+@pytest.mark.parametrize("backwards", [False, True])
+def test_conversion_in_rounds_moves_every_element(pair, backwards):
     m = n = 256
-    kernel = lower_module(parse_module(_kernel(m, n, src, dst)), LoweringOptions(optimize=False))
+    src, dst, warps = ROUND_PAIRS[pair]
+    if backwards:
+        src, dst = dst, src
+    kernel = lower_module(parse_module(_kernel(m, n, src, dst, warps)),
+                          LoweringOptions(optimize=False))
     assert kernel.shared_bytes <= SHARED_LIMIT_BYTES
     assert len(re.findall(r"; convert_layout: shared .*2 rounds", str(kernel.llvm_ir))) == 1
     data = np.random.default_rng(0).standard_normal((m, n)).astype(np.float16)
@@ -104,3 +115,20 @@ def test_conversion_in_rounds_is_accepted_by_ptxas():
     compiled = compile_ttgir(_kernel(256, 256, WIDE, TALL), build_cubin=True)
     assert compiled.asm["cubin"]
     assert compiled.metadata.shared <= SHARED_LIMIT_BYTES
+
+
+def test_too_few_shared_register_bits_is_a_plan_error():
+    shape = (64, 64)
+    with pytest.raises(ValueError, match="more than the 64 the target has"):
+        plan_conversion(_layout(WIDE, shape), _layout(TALL, shape), 4, limit_bytes=64)
+
+
+def test_a_conversion_that_cannot_fit_is_a_located_lowering_error(monkeypatch):
+    from compiler.analysis import conversion
+    from compiler.codegen.lowering import LoweringError
+    monkeypatch.setattr(conversion, "SHARED_LIMIT_BYTES", 64)
+    with pytest.raises(LoweringError) as err:
+        lower_module(parse_module(_kernel(64, 64, WIDE, TALL)), LoweringOptions(optimize=False))
+    message = str(err.value)
+    assert "ttg.convert_layout" in message and "more than the 64 the target has" in message
+    assert ".ttgir:" in message
