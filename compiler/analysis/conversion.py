@@ -317,7 +317,7 @@ def _extend(chosen: list, count: int, n_bits: int, excluded: int, keep_apart=())
 
 def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
                    vectorizable: bool = True,
-                   limit_bytes: int = SHARED_LIMIT_BYTES) -> SharedSwizzle:
+                   limit_bytes: int | None = None) -> SharedSwizzle:
     """A buffer layout for moving a tensor from `src` to `dst` through shared memory.
 
     Offset bits, low to high: the vector bits (coordinates both layouts hold in consecutive
@@ -329,10 +329,11 @@ def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
     picked greedily so; the bank bases complete the basis. Wider vectors leave fewer bank bits
     to the other side, so each choice of vector widths (widest first) is priced by the
     bank-conflict model: the fewest wavefronts win, then the fewest accesses. A buffer over
-    `limit_bytes` goes in rounds over `round_coordinates`, which then are the top offset bits
-    and take no part in vectors."""
+    `limit_bytes` (default `SHARED_LIMIT_BYTES`) goes in rounds over `round_coordinates`,
+    which then are the top offset bits and take no part in vectors."""
     from .bank_conflicts import access_conflicts
-    rounds = tuple(round_coordinates(src, dst, elem_bytes, limit_bytes))
+    limit = SHARED_LIMIT_BYTES if limit_bytes is None else limit_bytes
+    rounds = tuple(round_coordinates(src, dst, elem_bytes, limit))
     if vectorizable:
         src_vec = _vector_bits(src, elem_bytes, rounds)
         dst_vec = _vector_bits(dst, elem_bytes, rounds)

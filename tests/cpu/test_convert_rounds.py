@@ -78,6 +78,19 @@ def test_a_plan_over_the_limit_goes_in_rounds_within_it():
     assert "2 rounds" in plan.describe()
 
 
+@pytest.mark.parametrize("pair", ["v2", "v3"])
+def test_rounds_keep_the_conversion_free_of_bank_conflicts(pair):
+    from compiler.analysis.bank_conflicts import conversion_conflicts
+    shape = (256, 256)
+    a, b, _ = ROUND_PAIRS[pair]
+    for src, dst in ((a, b), (b, a)):
+        s, d = _layout(src, shape), _layout(dst, shape)
+        plan = plan_conversion(s, d, 4)
+        assert plan.swizzle.rounds == 2
+        counts = conversion_conflicts(s, d, plan.swizzle, 4)
+        assert sum(counts["store"]) == 0 and sum(counts["load"]) == 0, counts
+
+
 def test_a_plan_under_the_limit_is_one_round():
     shape = (256, 256)
     plan = plan_conversion(_layout(WIDE, shape), _layout(TALL, shape), 2)
