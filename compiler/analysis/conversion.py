@@ -10,7 +10,11 @@ conversion lowering of Triton 3.x):
              one `shfl.sync.idx` per distinct destination register;
   shared     through shared memory, in a buffer laid out by a swizzle computed from both maps
              (`shared_swizzle`) so that the stores and the loads are free of bank conflicts,
-             with vector accesses over the register bases the two layouts share.
+             with vector accesses over the register bases the two layouts share. When the
+             whole tensor would not fit in the target's shared memory (`SHARED_LIMIT_BYTES`),
+             the exchange goes in rounds: coordinate bits that both layouts hold in a register
+             bit of their own are iterated, each round moving the part of the tensor with those
+             bits fixed through a buffer that many times smaller (barriers between rounds).
 Layouts are seen with their output dims flattened (dim0 in the low bits), so a coordinate is one
 int and a basis one int. The plan is plain data: the lowering emits it, the layout passes price
 it (`ConversionPlan.cost`) and the bank-conflict model checks it.
@@ -27,6 +31,9 @@ BANK_BYTES = 4
 MAX_VECTOR_BYTES = 16
 #: A conversion through shared memory also waits at two barriers; counted as this many accesses.
 BARRIER_COST = 4
+#: Shared memory one block may use on the target (sm_90's opt-in maximum, 227 KiB); a
+#: conversion whose buffer would be larger goes in rounds through a smaller one.
+SHARED_LIMIT_BYTES = 232448
 
 
 def flat_bases(layout: LinearLayout, in_dim: str) -> list:
@@ -53,11 +60,36 @@ class SharedSwizzle:
     """A shared-memory buffer for a conversion: `layout` maps the buffer's element `offset` to
     the tensor coordinate it holds (a bijection); `src_vec_bits` / `dst_vec_bits` are the
     register bits of each layout that make up one vector store / load (vector element i is the
-    register with bit k of i placed at bit position [k]; offset bit k is that element's bit)."""
+    register with bit k of i placed at bit position [k]; offset bit k is that element's bit).
+
+    `src_round_bits` / `dst_round_bits` are the register bits (one per round coordinate, same
+    order in both) iterated over rounds when the tensor does not fit at once: they are the top
+    offset bits of `layout`, so one round's elements share them and the buffer holds
+    `1 << buffer_bits` elements; a round's offsets are the layout's with those bits cleared."""
 
     layout: LinearLayout
     src_vec_bits: tuple
     dst_vec_bits: tuple
+    src_round_bits: tuple = ()
+    dst_round_bits: tuple = ()
+
+    @property
+    def rounds(self) -> int:
+        """How many times the buffer is filled and drained."""
+        return 1 << len(self.src_round_bits)
+
+    @property
+    def buffer_bits(self) -> int:
+        """log2 of the buffer's elements (the tensor's bits less the round bits)."""
+        return self.layout.total_in_bits - len(self.src_round_bits)
+
+    @staticmethod
+    def round_registers(registers: int, round_bits: tuple, index: int) -> list:
+        """The registers (of `registers`) that round `index` moves: those whose round bits
+        spell `index` (bit k of `index` at register bit round_bits[k])."""
+        want = sum(((index >> k) & 1) << bit for k, bit in enumerate(round_bits))
+        mask = sum(1 << bit for bit in round_bits)
+        return [r for r in range(registers) if r & mask == want]
 
     @property
     def store_vec(self) -> int:
@@ -101,31 +133,38 @@ class ConversionPlan:
             return float(len(set(self.rounds)))
         sw = self.swizzle
         return self.src_registers / sw.store_vec + self.dst_registers / sw.load_vec + \
-            BARRIER_COST
+            BARRIER_COST * sw.rounds
 
     @property
     def scratch_bytes(self) -> int:
-        """Shared memory the conversion needs (0 unless it goes through shared memory)."""
+        """Shared memory the conversion needs (0 unless it goes through shared memory): one
+        round's part of the tensor."""
         if self.strategy != "shared":
             return 0
-        return (1 << self.swizzle.layout.total_in_bits) * self.elem_bytes
+        return (1 << self.swizzle.buffer_bits) * self.elem_bytes
 
     def describe(self) -> str:
         """One line for the LLVM IR comment and the trace."""
         if self.strategy == "shared":
             sw = self.swizzle
             offs = [v[0] for v in sw.layout.flatten_outs().bases("offset")]
+            rounds = f"; {sw.rounds} rounds" if sw.rounds > 1 else ""
             return (f"convert_layout: shared (swizzled; {self.elem_bytes}-byte elements, "
-                    f"stores of {sw.store_vec}, loads of {sw.load_vec}; offset bases {offs})")
+                    f"stores of {sw.store_vec}, loads of {sw.load_vec}{rounds}; offset bases "
+                    f"{offs})")
         if self.strategy == "shuffle":
             return f"convert_layout: shuffle ({len(set(self.rounds))} shfl.sync.idx)"
         return f"convert_layout: {self.strategy}"
 
 
 def plan_conversion(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
-                    vectorizable: bool = True) -> ConversionPlan:
+                    vectorizable: bool = True,
+                    limit_bytes: int | None = None) -> ConversionPlan:
     """The cheapest way to move a tensor from layout `src` to layout `dst` (same tensor shape;
-    `elem_bytes` per element in shared memory; `vectorizable` False for pointers and i1)."""
+    `elem_bytes` per element in shared memory; `vectorizable` False for pointers and i1; a
+    shared buffer of at most `limit_bytes`, by default `SHARED_LIMIT_BYTES`)."""
+    if limit_bytes is None:
+        limit_bytes = SHARED_LIMIT_BYTES
     if src.out_shape() != dst.out_shape() and src.out_dims == dst.out_dims:
         raise ValueError(f"conversion between shapes {src.out_shape()} and {dst.out_shape()}")
     src_regs, dst_regs = src.in_dim_size(REGISTER), dst.in_dim_size(REGISTER)
@@ -142,13 +181,13 @@ def plan_conversion(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
         if shuffle is not None:
             rounds, lane_map = shuffle
             plan = ConversionPlan("shuffle", rounds=rounds, lane_map=lane_map, **common)
-            shared = ConversionPlan("shared", swizzle=shared_swizzle(src, dst, elem_bytes,
-                                                                     vectorizable), **common)
+            shared = ConversionPlan("shared", swizzle=shared_swizzle(
+                src, dst, elem_bytes, vectorizable, limit_bytes), **common)
             if plan.cost <= shared.cost:
                 return plan
             return shared
-    return ConversionPlan("shared", swizzle=shared_swizzle(src, dst, elem_bytes, vectorizable),
-                          **common)
+    return ConversionPlan("shared", swizzle=shared_swizzle(src, dst, elem_bytes, vectorizable,
+                                                           limit_bytes), **common)
 
 
 def _register_map(src: LinearLayout, dst: LinearLayout):
@@ -186,22 +225,51 @@ def _shuffle_plan(src: LinearLayout, dst: LinearLayout):
 
 
 # ---- the swizzle -------------------------------------------------------------------------------
-def _vector_bits(layout: LinearLayout, elem_bytes: int) -> list:
-    """The coordinate bits one layout can move in a vector access: single-bit register bases
-    (in register order) that none of its other bases touch, up to 16 bytes."""
+def _own_register_bits(layout: LinearLayout) -> dict:
+    """{coordinate bit: register bit} for the coordinate bits one register bit of `layout` sets
+    alone: single-bit register bases that none of its other register, lane or warp bases touch
+    (in register order)."""
     regs = flat_bases(layout, REGISTER)
     others = flat_bases(layout, LANE) + flat_bases(layout, WARP)
-    limit = max(1, MAX_VECTOR_BYTES // elem_bytes).bit_length() - 1
-    chosen = []
+    out = {}
     for i, v in enumerate(regs):
-        if len(chosen) == limit:
-            break
-        if not v or v & (v - 1) or v in chosen:
+        if not v or v & (v - 1):
             continue
         if any(w & v for k, w in enumerate(regs) if k != i) or any(w & v for w in others):
             continue
-        chosen.append(v)
-    return chosen
+        out[v] = i
+    return out
+
+
+def _vector_bits(layout: LinearLayout, elem_bytes: int, exclude: tuple = ()) -> list:
+    """The coordinate bits one layout can move in a vector access: its own register bits
+    (`_own_register_bits`, in register order) up to 16 bytes, less those in `exclude`."""
+    limit = max(1, MAX_VECTOR_BYTES // elem_bytes).bit_length() - 1
+    return [v for v in _own_register_bits(layout) if v not in exclude][:limit]
+
+
+def round_coordinates(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
+                      limit_bytes: int) -> list:
+    """The coordinate bits a conversion iterates over in rounds so that one round's part of the
+    tensor fits in `limit_bytes`: as few as needed, from those both layouts hold in a register
+    bit of their own, preferring bits neither moves in vectors, high bits first. Empty when
+    the whole tensor fits; ValueError when the layouts do not share enough such bits."""
+    n_bits = src.total_out_bits
+    need = 0
+    while need < n_bits and elem_bytes << (n_bits - need) > limit_bytes:
+        need += 1
+    if not need:
+        return []
+    own_dst = _own_register_bits(dst)
+    both = [v for v in _own_register_bits(src) if v in own_dst]
+    vectors = set(_vector_bits(src, elem_bytes)) | set(_vector_bits(dst, elem_bytes))
+    ranked = sorted(both, key=lambda v: (v in vectors, -v))
+    if len(ranked) < need:
+        raise ValueError(f"the conversion needs {elem_bytes << n_bits} bytes of shared memory, "
+                         f"more than the {limit_bytes} the target has, and the two layouts "
+                         f"share {len(ranked)} register coordinates to split it over "
+                         f"({need} needed)")
+    return ranked[:need]
 
 
 def _vector_rank(vec: list) -> tuple:
@@ -248,7 +316,8 @@ def _extend(chosen: list, count: int, n_bits: int, excluded: int, keep_apart=())
 
 
 def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
-                   vectorizable: bool = True) -> SharedSwizzle:
+                   vectorizable: bool = True,
+                   limit_bytes: int | None = None) -> SharedSwizzle:
     """A buffer layout for moving a tensor from `src` to `dst` through shared memory.
 
     Offset bits, low to high: the vector bits (coordinates both layouts hold in consecutive
@@ -259,10 +328,15 @@ def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
     layout's span of phase lane bases (plus the word bits) in more than 0. The segment bases are
     picked greedily so; the bank bases complete the basis. Wider vectors leave fewer bank bits
     to the other side, so each choice of vector widths (widest first) is priced by the
-    bank-conflict model: the fewest wavefronts win, then the fewest accesses."""
+    bank-conflict model: the fewest wavefronts win, then the fewest accesses. A buffer over
+    `limit_bytes` (default `SHARED_LIMIT_BYTES`) goes in rounds over `round_coordinates`,
+    which then are the top offset bits and take no part in vectors."""
     from .bank_conflicts import access_conflicts
+    limit = SHARED_LIMIT_BYTES if limit_bytes is None else limit_bytes
+    rounds = tuple(round_coordinates(src, dst, elem_bytes, limit))
     if vectorizable:
-        src_vec, dst_vec = _vector_bits(src, elem_bytes), _vector_bits(dst, elem_bytes)
+        src_vec = _vector_bits(src, elem_bytes, rounds)
+        dst_vec = _vector_bits(dst, elem_bytes, rounds)
     else:
         src_vec, dst_vec = [], []
     common = [v for v in src_vec if v in dst_vec]
@@ -274,7 +348,7 @@ def shared_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int,
             vec = common[:k_common] + extra[:k_extra]
             wide, narrow = vec, vec[:k_common]
             sv, dv = (wide, narrow) if wider_is_src else (narrow, wide)
-            swizzle, conflict_free = _build_swizzle(src, dst, elem_bytes, vec, sv, dv)
+            swizzle, conflict_free = _build_swizzle(src, dst, elem_bytes, vec, sv, dv, rounds)
             price = 0
             accesses = 0
             for layout, bits in ((src, swizzle.src_vec_bits), (dst, swizzle.dst_vec_bits)):
@@ -298,15 +372,16 @@ def _phases(access_bytes: int) -> int:
 
 
 def _build_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int, vec: list,
-                   src_vec: list, dst_vec: list) -> tuple:
+                   src_vec: list, dst_vec: list, rounds: tuple = ()) -> tuple:
     """The buffer layout for given vector coordinates (`vec`, low offset bits first; each
-    side's vector a prefix of it), and whether its segment bases keep both sides free of
-    conflicts by construction; see `shared_swizzle`."""
+    side's vector a prefix of it) and round coordinates (the top offset bits), and whether its
+    segment bases keep both sides free of conflicts by construction; see `shared_swizzle`."""
     names = list(src.out_dims)
     n_bits = src.total_out_bits
-    vec_mask = sum(vec)
-    word_bits = min(n_bits, max(0, (BANK_BYTES // elem_bytes).bit_length() - 1))
-    row_bits = min(n_bits, (WARP_BYTES // elem_bytes).bit_length() - 1)
+    free_bits = n_bits - len(rounds)        # the bits one round's buffer addresses
+    vec_mask = sum(vec) | sum(rounds)
+    word_bits = min(free_bits, max(0, (BANK_BYTES // elem_bytes).bit_length() - 1))
+    row_bits = min(free_bits, (WARP_BYTES // elem_bytes).bit_length() - 1)
     phases = [flat_bases(src, LANE), flat_bases(dst, LANE)]
     side_low, side_lanes = [], []
     for lanes, side_vec in zip(phases, (src_vec, dst_vec)):
@@ -319,18 +394,19 @@ def _build_swizzle(src: LinearLayout, dst: LinearLayout, elem_bytes: int, vec: l
         if len(low) < word_bits and _span_rank(low + [v]) == len(low) + 1:
             low.append(v)
     low += _extend(low, word_bits - len(low), n_bits, vec_mask)
-    seg_count = n_bits - max(row_bits, len(low))
+    seg_count = free_bits - max(row_bits, len(low))
     walls = [low[:k] + lanes for k, lanes in zip(side_low, side_lanes)]
     seg = _extend(low, seg_count, n_bits, vec_mask, keep_apart=walls)
     conflict_free = len(seg) == seg_count
     if not conflict_free:
         seg += _extend(low + seg, seg_count - len(seg), n_bits, vec_mask)
-    bank = _extend(low + seg, n_bits - len(low) - len(seg), n_bits, vec_mask)
-    offsets = low + bank + seg
+    bank = _extend(low + seg, free_bits - len(low) - len(seg), n_bits, vec_mask)
+    offsets = low + bank + seg + list(rounds)
     dims = LinearLayout({}, {n: src.out_dim_size(n) for n in names})
     bases = [dims._unflatten_out(v) for v in offsets]
     layout = LinearLayout({"offset": bases}, {n: src.out_dim_size(n) for n in names})
-    return (SharedSwizzle(layout, _register_bits(src, src_vec), _register_bits(dst, dst_vec)),
+    return (SharedSwizzle(layout, _register_bits(src, src_vec), _register_bits(dst, dst_vec),
+                          _register_bits(src, rounds), _register_bits(dst, rounds)),
             conflict_free)
 
 
@@ -371,7 +447,7 @@ _PLANS: dict = {}
 
 
 def _cached_plan(src, dst, elem_bytes, vectorizable) -> ConversionPlan:
-    key = (src, dst, elem_bytes, vectorizable)
+    key = (src, dst, elem_bytes, vectorizable, SHARED_LIMIT_BYTES)
     if key not in _PLANS:
         _PLANS[key] = plan_conversion(src, dst, elem_bytes, vectorizable)
     return _PLANS[key]

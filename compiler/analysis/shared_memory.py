@@ -58,7 +58,10 @@ def _conversion_scratch(op: Operation) -> int:
                                       list(op.attributes["order"].values))
     elif isinstance(op, ReshapeOp):
         target = reshaped_in_source(to_linear_layout(dst.encoding, dst.shape), src.shape)
-    return tensor_plan(src, dst, target).scratch_bytes
+    try:
+        return tensor_plan(src, dst, target).scratch_bytes
+    except ValueError:
+        return 0        # no plan: the lowering plans it again and reports why, at the op
 
 
 def scratch_bytes(op: Operation) -> int:

@@ -48,7 +48,7 @@ def _warps_problem(warps_per_cta, num_warps: int) -> str:
 
 
 def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
-                     threads_per_warp: int) -> str | None:
+                     threads_per_warp: int, sliced: frozenset = frozenset()) -> str | None:
     rank = len(shape)
     for name, values in (("sizePerThread", layout.size_per_thread),
                          ("threadsPerWarp", layout.threads_per_warp),
@@ -64,8 +64,9 @@ def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
     if _product(layout.warps_per_cta) != num_warps:
         return _warps_problem(layout.warps_per_cta, num_warps)
     tile = layout.shape_per_cta_tile()
-    registers = _product(layout.size_per_thread) * _product(
-        max(1, s // t) for s, t in zip(shape, tile))
+    # the dims slices of this layout remove hold no registers of the sliced tensor
+    registers = _product(v for d, v in enumerate(layout.size_per_thread) if d not in sliced) * \
+        _product(max(1, s // t) for s, t in zip(shape, tile))
     numel = _product(shape)
     if registers > MAX_REGISTERS_PER_THREAD or registers > max(64, 4 * numel):
         return (f"each thread would hold {registers} registers of this {numel}-element tensor; "
@@ -89,20 +90,24 @@ def shared_layout_problem(layout, shape: tuple) -> str | None:
     return None
 
 
-def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int = 32) -> str | None:
+def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int = 32,
+                   sliced: frozenset = frozenset()) -> str | None:
     """Why a tensor of `shape` in `layout` cannot be lowered (one sentence), or None when the
-    lowering's assumptions hold. Encodings this module does not know are left to the lowering."""
+    lowering's assumptions hold. Encodings this module does not know are left to the lowering.
+    `sliced`: the dims of `shape` that slices of this layout remove (size 1 here)."""
     shape = tuple(shape)
     bad = [d for d in shape if not _power_of_two(d)]
     if bad:
         return f"the tensor's shape {list(shape)} has a dim of {bad[0]}, not a power of two"
     if isinstance(layout, BlockedEncoding):
-        return _blocked_problem(layout, shape, num_warps, threads_per_warp)
+        return _blocked_problem(layout, shape, num_warps, threads_per_warp, sliced)
     if isinstance(layout, SliceEncoding):
         if not (isinstance(layout.dim, int) and 0 <= layout.dim <= len(shape)):
             return f"slice dim = {layout.dim} is not a dim of its rank-{len(shape) + 1} parent"
         parent_shape = shape[:layout.dim] + (1,) + shape[layout.dim:]
-        return layout_problem(layout.parent, parent_shape, num_warps, threads_per_warp)
+        in_parent = frozenset(d if d < layout.dim else d + 1 for d in sliced) | {layout.dim}
+        return layout_problem(layout.parent, parent_shape, num_warps, threads_per_warp,
+                              in_parent)
     if isinstance(layout, DotOperandEncoding):
         if layout.op_idx not in (0, 1):
             return f"dot operand opIdx = {layout.op_idx} must be 0 (A) or 1 (B)"

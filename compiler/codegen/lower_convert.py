@@ -192,34 +192,54 @@ def _vector_groups(registers: int, vec_bits: tuple) -> list:
     return groups
 
 
-def _register_offsets(ctx, offsets, registers: list) -> dict:
-    """{register: i32 element offset} of a (register, lane, warp) -> offset layout."""
+def _register_offsets(ctx, offsets, registers: list, strip: int = 0) -> dict:
+    """{register: i32 element offset} of a (register, lane, warp) -> offset layout; the register
+    bits in `strip` (a conversion's round bits) are left out of the offset."""
     term = ctx.indexer.thread_term(offsets)
-    return {r: xor_const(ctx.builder, term, offsets.apply(register=r)["offset"])
+    return {r: xor_const(ctx.builder, term, offsets.apply(register=r & ~strip)["offset"])
             for r in registers}
 
 
 def _through_shared(ctx, values, plan, src, dst) -> list:
     """Stores of the source's distinct registers into the swizzled scratch buffer, a barrier,
-    loads of the destination's registers; vectors where the plan found shared register bases."""
+    loads of the destination's registers; vectors where the plan found shared register bases.
+    A plan in rounds repeats this once per round, each on the registers holding that round's
+    part of the tensor, with a barrier before each round's stores (the last round's loads are
+    done)."""
     b = ctx.builder
     swizzle = plan.swizzle
     base = ctx.scratch(plan.scratch_bytes)
     ty = values[0].type
-    barrier(b)
-    _store_registers(ctx, base, src, swizzle.offsets_of(src), swizzle.src_vec_bits,
-                     plan.elem_bytes, values)
-    barrier(b)
-    return _load_registers(ctx, base, dst, swizzle.offsets_of(dst), swizzle.dst_vec_bits,
-                           plan.elem_bytes, ty)
+    src_offsets, dst_offsets = swizzle.offsets_of(src), swizzle.offsets_of(dst)
+    dst_registers = dst.in_dim_size("register")
+    got: dict = {}
+    for index in range(swizzle.rounds):
+        barrier(b)
+        _store_registers(ctx, base, src, src_offsets, swizzle.src_vec_bits, plan.elem_bytes,
+                         values, swizzle.round_registers(len(values), swizzle.src_round_bits,
+                                                         index), swizzle.src_round_bits)
+        barrier(b)
+        got.update(_load_register_groups(
+            ctx, base, dst, dst_offsets, swizzle.dst_vec_bits, plan.elem_bytes, ty,
+            swizzle.round_registers(dst_registers, swizzle.dst_round_bits, index),
+            swizzle.dst_round_bits))
+    return [got[first] for first in _register_map_within(dst)]
 
 
-def _store_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, values) -> None:
-    """Each distinct register of `layout` stored into the shared buffer at `base` (element
-    offsets by `offsets`), in vectors over `vec_bits`."""
+def _bit_mask(bits) -> int:
+    return sum(1 << bit for bit in bits)
+
+
+def _store_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, values,
+                     registers=None, round_bits=()) -> None:
+    """Each distinct register of `layout` (of `registers`, all by default) stored into the
+    shared buffer at `base` (element offsets by `offsets`, `round_bits` left out), in vectors
+    over `vec_bits`."""
     keep = set(unique_registers(layout))
+    if registers is not None:
+        keep &= set(registers)
     groups = [g for g in _vector_groups(len(values), vec_bits) if g[0] in keep]
-    at = _register_offsets(ctx, offsets, [g[0] for g in groups])
+    at = _register_offsets(ctx, offsets, [g[0] for g in groups], _bit_mask(round_bits))
     for group in groups:
         if len(group) == 1:
             shared_store(ctx, base, at[group[0]], values[group[0]])
@@ -230,10 +250,21 @@ def _store_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, values) -
 def _load_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, ty) -> list:
     """Every register of `layout` loaded from the shared buffer at `base` (element offsets by
     `offsets`): each distinct element once, in vectors over `vec_bits`."""
+    got = _load_register_groups(ctx, base, layout, offsets, vec_bits, elem_bytes, ty)
+    return [got[first] for first in _register_map_within(layout)]
+
+
+def _load_register_groups(ctx, base, layout, offsets, vec_bits, elem_bytes, ty,
+                          registers=None, round_bits=()) -> dict:
+    """{register: value} for the distinct registers of `layout` (of `registers`, all by
+    default) loaded from the shared buffer at `base`, in vectors over `vec_bits`; offsets as
+    `_store_registers` computes them."""
     b = ctx.builder
     keep = set(unique_registers(layout))
+    if registers is not None:
+        keep &= set(registers)
     loads = [g for g in _vector_groups(layout.in_dim_size("register"), vec_bits) if g[0] in keep]
-    at = _register_offsets(ctx, offsets, [g[0] for g in loads])
+    at = _register_offsets(ctx, offsets, [g[0] for g in loads], _bit_mask(round_bits))
     got: dict = {}
     for group in loads:
         if len(group) == 1:
@@ -244,7 +275,7 @@ def _load_registers(ctx, base, layout, offsets, vec_bits, elem_bytes, ty) -> lis
                      typ=ir.VectorType(mem_ty, len(group)), align=len(group) * elem_bytes)
         for i, r in enumerate(group):
             got[r] = from_memory(b, b.extract_element(vec, i32(i)), ty)
-    return [got[first] for first in _register_map_within(layout)]
+    return got
 
 
 def _register_map_within(layout) -> list:

@@ -1,9 +1,18 @@
-"""optimize-thread-locality: keep reductions inside warps when a conversion is paid anyway."""
+"""optimize-thread-locality: keep reductions inside warps when a conversion is paid anyway, and
+carry a loop's reduction as thread-local partials that cross threads once, after the loop."""
 from __future__ import annotations
 
-from compiler.dialects.tt import ReduceOp
+import math
+from dataclasses import dataclass
+
+from compiler.analysis.conversion import reshaped_in_source, tensor_plan, transposed_in_source
+from compiler.analysis.layout_to_linear import to_linear_layout
+from compiler.dialects.arith import BINARY_OPS, ConstantOp
+from compiler.dialects.scf import ForOp, YieldOp
+from compiler.dialects.tt import LoadOp, ReduceOp, ReshapeOp, TransOp
 from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
-from compiler.ir.core import Module, Operation
+from compiler.ir.attributes import DenseArrayAttr, DenseAttr, int_attr
+from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType
 
 from .base import Pass, PassContext, register_pass
@@ -38,13 +47,19 @@ def warps_off_axis(layout: BlockedEncoding, shape: tuple, axis: int) -> BlockedE
 
 @register_pass
 class OptimizeThreadLocality(Pass):
-    """A reduction whose operand's layout splits the reduced axis across warps must exchange
-    partial results through shared memory behind a barrier. When that operand is produced by a
+    """Two rewrites, as Triton's OptimizeThreadLocality. (1) A loop that folds a reduction of
+    each iteration's loaded tile into a loop-carried accumulator (`acc = acc + sum(x, axis)`)
+    pays the cross-thread part of the reduction every iteration; the loop is made to carry the
+    thread-local partials instead (the tile seen as [..., N/e, e] with each thread's e elements
+    along the last dim, reduced there without leaving the thread), and one cross-thread
+    reduction after the loop finishes the job (`carry_partials`). (2) A reduction whose
+    operand's layout splits the reduced axis across warps must exchange partial results
+    through shared memory behind a barrier. When that operand is produced by a
     ttg.convert_layout (so a shared-memory round trip is paid anyway), this pass converts into
     a layout whose warps sit on the other dims instead, keeping the reduction inside each warp
     (shuffles only); the smaller reduced result is converted back if its users need the old
-    layout. Reductions without such a conversion, or whose other dims cannot hold all warps,
-    are left as they are, and the pass then records nothing."""
+    layout. Reductions that fit neither are left as they are, and the pass then records
+    nothing."""
 
     name = "optimize-thread-locality"
     stage = "ttgir"
@@ -53,7 +68,11 @@ class OptimizeThreadLocality(Pass):
 
     def run(self, module: Module, ctx: PassContext) -> None:
         for op in [o for o in module.walk() if isinstance(o, ReduceOp)]:
-            if self._rewrite(op):
+            match = match_loop_reduction(op)
+            if match is not None:
+                carry_partials(match)
+                ctx.record_pattern("carry thread-local partials through the loop", op=op)
+            elif self._rewrite(op):
                 ctx.record_pattern("keep reduction within warps")
 
     @staticmethod
@@ -84,3 +103,220 @@ class OptimizeThreadLocality(Pass):
         if not producer.results[0].uses:
             producer.erase()
         return True
+
+
+# ---- loop-carried reductions -------------------------------------------------------------------
+#: Combine ops a loop's partials may be reassociated over, with their neutral element.
+NEUTRAL = {BINARY_OPS["addf"]: 0.0, BINARY_OPS["mulf"]: 1.0,
+           BINARY_OPS["maxnumf"]: -math.inf, BINARY_OPS["maximumf"]: -math.inf,
+           BINARY_OPS["minnumf"]: math.inf, BINARY_OPS["minimumf"]: math.inf}
+
+
+@dataclass
+class LoopReduction:
+    """A reduction `op` whose result one `update` (same combine op) folds into the loop-carried
+    value `loop.iter_args[index]`, yielded back; `views` show the operand as [..., N/e, e]
+    with each thread's e elements along the last dim (`partial_views`)."""
+
+    op: Operation
+    update: Operation
+    loop: ForOp
+    index: int
+    views: list
+
+
+def _combine_class(reduce: Operation):
+    """The class of a reduce's combine op when its region is that one op on the two block
+    arguments, else None."""
+    region = reduce.regions[0]
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    if len(block.ops) != 2:
+        return None
+    combine, ret = block.ops
+    if list(combine.operands) != list(block.args) or list(ret.operands) != combine.results:
+        return None
+    return type(combine)
+
+
+def _elements_along(t: TensorType, axis: int) -> int:
+    """How many elements along `axis` each thread holds in `t`'s layout."""
+    bases = to_linear_layout(t.encoding, t.shape).bases("register")
+    return 1 << sum(1 for basis in bases if basis[axis])
+
+
+def _blocked(layout: BlockedEncoding, axis: int, dims: list, fastest: list) -> BlockedEncoding:
+    """`layout` (reduced along its last dim `axis`) with that dim replaced by `dims`, each
+    (elements per thread, whether it takes the axis's threads and warps); `fastest` orders the
+    new dims (indices into `dims`) fastest first, at the axis's place in `order`."""
+    spt, tpw, wpc = (list(v[:axis]) for v in (layout.size_per_thread, layout.threads_per_warp,
+                                               layout.warps_per_cta))
+    for per_thread, threaded in dims:
+        spt.append(per_thread)
+        tpw.append(layout.threads_per_warp[axis] if threaded else 1)
+        wpc.append(layout.warps_per_cta[axis] if threaded else 1)
+    order = []
+    for d in layout.order:
+        order.extend([axis + k for k in fastest] if d == axis else [d])
+    return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), tuple(order))
+
+
+def _moves_no_data(src: TensorType, dst: TensorType, seen) -> bool:
+    """Whether `dst`'s layout, seen over `src`'s coordinates, only renumbers registers."""
+    return tensor_plan(src, dst, seen).strategy in ("noop", "registers")
+
+
+def partial_views(t: TensorType, axis: int) -> list | None:
+    """The views that show `t` (blocked, reduced along its last dim `axis`) as [..., H, e] in a
+    blocked layout with each thread's e elements along the last dim and the axis's threads
+    and warps on H, each a register renumbering only: [(op class, result type, trans order)].
+    One reshape when a thread's elements along the axis are one run of S; with R runs (the
+    layout repeats along the axis) [..., R, H, S] -> trans -> [..., H, R, S] -> [..., H, R*S].
+    None when a thread holds one element along the axis or no such views exist."""
+    layout = t.encoding
+    e = _elements_along(t, axis)
+    if e == 1 or t.shape[axis] % e:
+        return None
+    head, h = tuple(t.shape[:axis]), t.shape[axis] // e
+    last = TensorType(head + (h, e), t.element, _blocked(layout, axis, [(1, True), (e, False)],
+                                                         [1, 0]))
+    runs_of = min(layout.size_per_thread[axis], e)
+    runs = e // runs_of
+    if runs == 1:
+        seen = reshaped_in_source(to_linear_layout(last.encoding, last.shape), t.shape)
+        return [(ReshapeOp, last, None)] if _moves_no_data(t, last, seen) else None
+    split = TensorType(head + (runs, h, runs_of), t.element,
+                       _blocked(layout, axis, [(runs, False), (1, True), (runs_of, False)],
+                                [2, 1, 0]))
+    order = tuple(range(axis)) + (axis + 1, axis, axis + 2)
+    swapped = TensorType(head + (h, runs, runs_of), t.element,
+                         _blocked(layout, axis, [(1, True), (runs, False), (runs_of, False)],
+                                  [2, 0, 1]))
+    steps = [(ReshapeOp, split, None), (TransOp, swapped, order), (ReshapeOp, last, None)]
+    before = t
+    for kind, after, perm in steps:
+        dst = to_linear_layout(after.encoding, after.shape)
+        seen = transposed_in_source(dst, perm) if kind is TransOp else \
+            reshaped_in_source(dst, before.shape)
+        if not _moves_no_data(before, after, seen):
+            return None
+        before = after
+    return steps
+
+
+def match_loop_reduction(op: Operation) -> LoopReduction | None:
+    """The loop-carried reduction `op` takes part in, in the shape `carry_partials` rewrites:
+    one loaded operand in a blocked layout of rank > 1 reduced along its last dim, more than
+    one element per thread along it, a combine op of `NEUTRAL`; its one user the same op on
+    a loop-carried value of the scf.for whose body holds `op`, used only there and yielded
+    back at its own index, with a constant initial value. None otherwise."""
+    kind = _combine_class(op)
+    if kind not in NEUTRAL or len(op.operands) != 1 or len(op.results) != 1:
+        return None
+    operand = op.operands[0]
+    t = operand.type
+    axis = op.attributes["axis"].value
+    if not isinstance(t, TensorType) or not isinstance(t.encoding, BlockedEncoding) or \
+            len(t.shape) < 2 or axis != len(t.shape) - 1:
+        return None
+    if not isinstance(operand.owner_op, LoadOp) or len(op.results[0].uses) != 1:
+        return None
+    update, _ = op.results[0].uses[0]
+    if type(update) is not kind or len(update.results[0].uses) != 1:
+        return None
+    yield_op, index = update.results[0].uses[0]
+    loop = op.parent_op
+    if not isinstance(yield_op, YieldOp) or yield_op.parent is not op.parent or \
+            not isinstance(loop, ForOp):
+        return None
+    carried = loop.iter_args[index]
+    if set(update.operands) != {carried, op.results[0]} or len(carried.uses) != 1:
+        return None
+    if not isinstance(loop.init_args[index].owner_op, ConstantOp):
+        return None
+    views = partial_views(t, axis)
+    if views is None:
+        return None
+    return LoopReduction(op, update, loop, index, views)
+
+
+def _insert_after(anchor: Operation, op: Operation) -> Operation:
+    block = anchor.parent
+    return block.insert(block.ops.index(anchor) + 1, op)
+
+
+def _reduce_of(reduce: Operation, operand: Value, axis: int) -> Operation:
+    """A copy of `reduce` (same combine region) over `operand` along `axis`."""
+    t = operand.type
+    new = reduce.clone({reduce.operands[0]: operand})
+    new.attributes["axis"] = int_attr(axis)
+    new.attributes.pop("allocation.offset", None)
+    shape = t.shape[:axis] + t.shape[axis + 1:]
+    new.results[0].type = TensorType(shape, t.element, SliceEncoding(axis, t.encoding))
+    return new
+
+
+def _update_of(update: Operation, mapping: dict, result_type) -> Operation:
+    """A copy of the accumulating op with its operands mapped and its result retyped."""
+    new = update.clone(dict(mapping))
+    new.results[0].type = result_type
+    return new
+
+
+def _with_carried(loop: ForOp, init: Value) -> ForOp:
+    """`loop` rebuilt with one more loop-carried value (initially `init`); its body moves over,
+    the old loop's results are replaced by the new one's first results, and it is erased."""
+    new = ForOp(list(loop.operands) + [init], [r.type for r in loop.results] + [init.type],
+                dict(loop.attributes), [], loop.loc)
+    new.add_region(loop.regions.pop())
+    loop.parent.insert_before(loop, new)
+    for old, fresh in zip(loop.results, new.results):
+        old.replace_all_uses_with(fresh)
+    loop.erase()
+    new.body.add_argument(init.type, new.loc)
+    return new
+
+
+def carry_partials(match: LoopReduction) -> None:
+    """Rewrite a matched loop reduction: in the loop, the tile is reshaped (registers only) to
+    the partial layout and reduced along its last dim inside each thread, and a new
+    loop-carried partial (starting at the combine op's neutral element) accumulates that;
+    the old carried value now passes through unchanged. After the loop, the partials are
+    reduced along the original axis (across threads, once), converted to the old result's
+    layout and folded into the old initial value."""
+    op, update, index = match.op, match.update, match.index
+    axis = op.attributes["axis"].value
+    old_carried, old_init = match.loop.iter_args[index], match.loop.init_args[index]
+
+    view = op.operands[0]
+    for kind, view_type, order in match.views:
+        attrs = {} if order is None else {"order": DenseArrayAttr(order)}
+        step_op = kind([view], [view_type], attrs, None, op.loc)
+        op.parent.insert_before(op, step_op)
+        view = step_op.result
+    local = _reduce_of(op, view, len(view.type.shape) - 1)
+    op.parent.insert_before(op, local)
+    acc_type = local.results[0].type
+    neutral = ConstantOp([], [acc_type], {"value": DenseAttr(NEUTRAL[type(update)], acc_type)},
+                         None, old_init.owner_op.loc)
+    match.loop.parent.insert_before(match.loop, neutral)
+
+    loop = _with_carried(match.loop, neutral.result)
+    carried = loop.iter_args[-1]
+    step = _update_of(update, {old_carried: carried, op.results[0]: local.results[0]}, acc_type)
+    _insert_after(local, step)
+    body_yield = loop.body.terminator
+    body_yield.set_operand(index, old_carried)
+    body_yield._append_operand(step.results[0])
+
+    total = _reduce_of(local, loop.results[-1], axis)
+    _insert_after(loop, total)
+    result = loop.results[index]
+    back = ConvertLayoutOp([total.results[0]], [result.type], {}, None, op.loc)
+    _insert_after(total, back)
+    final = _update_of(update, {old_carried: old_init, op.results[0]: back.result}, result.type)
+    _insert_after(back, final)
+    result.replace_all_uses_with(final.results[0])
+    update.erase()
+    op.erase()

@@ -338,6 +338,77 @@ def test_thread_locality_is_a_no_op_without_a_paid_conversion():
     assert fired == {}
 
 
+def loop_reduction_ttgir(update: str = "arith.addf %acc, %s", init: str = "%zero") -> str:
+    """A loop adding each iteration's row sums of a loaded 32x256 tile into a carried value
+    (#l repeats 4 times along the rows: each thread holds 4 runs of 4 elements of a row)."""
+    body = f"""
+    %zero = arith.constant dense<0.000000e+00> : tensor<32xf32, #r>
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c4 = arith.constant 4 : i32
+    %c = tt.make_range {{end = 256 : i32, start = 0 : i32}} : tensor<256xi32, #sl>
+    %c2 = tt.expand_dims %c {{axis = 0 : i32}} : tensor<256xi32, #sl> -> tensor<1x256xi32, #l>
+    %cb = tt.broadcast %c2 : tensor<1x256xi32, #l> -> tensor<32x256xi32, #l>
+    %base = tt.splat %x : !tt.ptr<f32> -> tensor<32x256x!tt.ptr<f32>, #l>
+    %ptrs = tt.addptr %base, %cb : tensor<32x256x!tt.ptr<f32>, #l>, tensor<32x256xi32, #l>
+    %out = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = {init}) -> (tensor<32xf32, #r>) : i32 {{
+      %v = tt.load %ptrs : tensor<32x256x!tt.ptr<f32>, #l>
+      %s = "tt.reduce"(%v) <{{axis = 1 : i32}}> ({{
+      ^bb0(%a: f32, %b: f32):
+        %t = arith.addf %a, %b : f32
+        tt.reduce.return %t : f32
+      }}) : (tensor<32x256xf32, #l>) -> tensor<32xf32, #r>
+      %next = {update} : tensor<32xf32, #r>
+      scf.yield %next : tensor<32xf32, #r>
+    }}
+    %rows = tt.make_range {{end = 32 : i32, start = 0 : i32}} : tensor<32xi32, #r>
+    %yb = tt.splat %y : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>, #r>
+    %yp = tt.addptr %yb, %rows : tensor<32x!tt.ptr<f32>, #r>, tensor<32xi32, #r>
+    tt.store %yp, %out : tensor<32x!tt.ptr<f32>, #r>
+    """
+    return ttgir(body, f"%x: !tt.ptr<f32> {ARG16}, %y: !tt.ptr<f32> {ARG16}",
+                 {"l": ROWS, "sl": "#ttg.slice<{dim = 0, parent = #l}>",
+                  "r": "#ttg.slice<{dim = 1, parent = #l}>"})
+
+
+def test_thread_locality_carries_a_loop_reduction_as_thread_local_partials():
+    text, fired = run(loop_reduction_ttgir(), "optimize-thread-locality")
+    filecheck(text, """
+        CHECK: #[[B3:blocked[0-9]*]] = #ttg.blocked<{sizePerThread = [1, 1, 16], threadsPerWarp = [2, 16, 1], warpsPerCTA = [4, 1, 1], order = [2, 1, 0]}>
+        CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<32xf32, #[[R:slice[0-9]*]]>
+        CHECK: %[[PART0:.*]] = arith.constant dense<0.000000e+00> : tensor<32x16xf32, #[[P:slice[0-9]*]]>
+        CHECK: %[[LOOP:.*]]:2 = scf.for {{.*}} iter_args(%[[ACC:[^ ]*]] = %[[ZERO]], %[[PART:[^ ]*]] = %[[PART0]])
+        CHECK: %[[V:.*]] = tt.load
+        CHECK-NEXT: %[[V4:.*]] = tt.reshape %[[V]] : tensor<32x256xf32, #{{blocked[0-9]*}}> -> tensor<32x4x16x4xf32, #{{blocked[0-9]*}}>
+        CHECK-NEXT: %[[T4:.*]] = tt.trans %[[V4]] {order = array<i32: 0, 2, 1, 3>} : {{.*}} -> tensor<32x16x4x4xf32, #{{blocked[0-9]*}}>
+        CHECK-NEXT: %[[V3:.*]] = tt.reshape %[[T4]] : {{.*}} -> tensor<32x16x16xf32, #[[B3]]>
+        CHECK-NEXT: %[[LOCAL:.*]] = "tt.reduce"(%[[V3]]) <{axis = 2 : i32}>
+        CHECK: (tensor<32x16x16xf32, #[[B3]]>) -> tensor<32x16xf32, #[[P]]>
+        CHECK-NEXT: %[[NEXT:.*]] = arith.addf %[[PART]], %[[LOCAL]] : tensor<32x16xf32, #[[P]]>
+        CHECK-NEXT: scf.yield %[[ACC]], %[[NEXT]]
+        CHECK: %[[TOTAL:.*]] = "tt.reduce"(%[[LOOP]]#1) <{axis = 1 : i32}>
+        CHECK: ttg.convert_layout %[[TOTAL]] : {{.*}} -> tensor<32xf32, #[[R]]>
+        CHECK-NEXT: %[[FINAL:.*]] = arith.addf %[[ZERO]], %{{.*}} : tensor<32xf32, #[[R]]>
+        CHECK: tt.store %{{.*}}, %[[FINAL]]
+    """)
+    assert text.count('"tt.reduce"') == 2
+    assert fired == {"carry thread-local partials through the loop": 1}
+
+
+def test_thread_locality_leaves_a_loop_whose_update_is_another_op():
+    fired = unchanged(loop_reduction_ttgir(update="arith.maxnumf %acc, %s"),
+                      "optimize-thread-locality")
+    assert fired == {}
+
+
+def test_thread_locality_leaves_a_loop_whose_initial_value_is_not_a_constant():
+    ir = loop_reduction_ttgir(init="%zz").replace(
+        "%c0 = arith.constant 0 : i32",
+        "%c0 = arith.constant 0 : i32\n    %zz = arith.addf %zero, %zero : tensor<32xf32, #r>")
+    fired = unchanged(ir, "optimize-thread-locality")
+    assert fired == {}
+
+
 # ---- reduce-data-duplication --------------------------------------------------------------------
 def test_dot_operands_are_staged_through_shared_memory():
     text, fired = run(DOT_TTIR, "convert-triton-to-tritongpu{num-warps=4},"
