@@ -732,17 +732,6 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     return _dot2d(_sem, a, b, acc_t, attrs)
 
 
-@builtin
-def dot_scaled(_sem, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
-               fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=None) -> tensor:
-    """Triton's microscaling dot (mxfp8/mxfp4 operands with per-32-element e8m0 scales). Not
-    implemented here: it raises a located error saying so, rather than computing anything
-    else."""
-    formats = f"{_opt_const(lhs_format, 'lhs_format')} x {_opt_const(rhs_format, 'rhs_format')}"
-    raise SemanticError(f"tl.dot_scaled ({formats}) is not supported by this compiler yet: "
-                        f"scale the operands explicitly and use tl.dot")
-
-
 def _dot_result_dtype(operand: dtype, out_dtype):
     """The accumulator dtype, as Triton picks it: int32 for integer operands and fp32 for
     fp32 / bf16 ones whatever `out_dtype` says; fp16 operands accumulate in `out_dtype`
