@@ -705,8 +705,8 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
     min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
-    if _sem.gpu_limits and (mk[0] < 16 or kn[1] < 16 or mk[1] < min_k):
-        raise SemanticError(f"Input shapes should have M >= 16, N >= 16 and K >= {min_k}: "
+    if _sem.gpu_limits and mk[1] < min_k:        # small M / N are padded (Triton 3.6 too)
+        raise SemanticError(f"Input shapes should have M >= 1, N >= 1 and K >= {min_k}: "
                             f"tl.dot of {a.dtype} operands {list(a.shape)} x {list(b.shape)} "
                             f"is too small for the tensor cores")
     precision = _opt_const(input_precision, "input_precision")
