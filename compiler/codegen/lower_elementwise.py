@@ -12,6 +12,7 @@ from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.types import TensorType
 
+from .fp8_convert import convert_fp8, float_kind, is_fp8
 from .llvm_helpers import CONTRACT, F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
 from .registry import lowers
@@ -351,6 +352,10 @@ def _cast(kind):
     def lower(ctx, op):
         to = llvm_type(op.results[0].type)
         b = ctx.builder
+        src, dst = float_kind(op.operands[0].type), float_kind(op.results[0].type)
+        if kind != "bitcast" and (is_fp8(src) or is_fp8(dst)):
+            ctx.set(op.results[0], convert_fp8(b, ctx.get(op.operands[0]), src, dst, to, kind))
+            return
 
         def emit(bb, x):
             if kind == "index_cast":
@@ -377,6 +382,10 @@ def lower_fp_to_fp(ctx, op):
     to = llvm_type(op.results[0].type)
     b = ctx.builder
     values = ctx.get(op.operands[0])
+    if op.rounding == "rtne" and (is_fp8(src.kind) or is_fp8(dst.kind)):
+        kind = "fptrunc" if type_bits(dst) < type_bits(src) else "fpext"
+        ctx.set(op.results[0], convert_fp8(b, values, src.kind, dst.kind, to, kind))
+        return
     if op.rounding == "rtne":
         ctx.set(op.results[0], [b.fptrunc(x, to) if type_bits(dst) < type_bits(src) else
                                 b.fpext(x, to) for x in values])

@@ -382,9 +382,10 @@ class CodeGenerator(ast.NodeVisitor):
             with self.builder.at_end_of(else_block):
                 b = self._runtime_value(node, name, b)
             if a.type != b.type and name == RETURN_NAME:    # returns folded into one value
-                raise self.error(node, f"Inconsistent return types: the function returns "
-                                       f"{_type_text(a)} on one path and {_type_text(b)} on "
-                                       "another; every return must give the same type")
+                raise self.error(_last_return(node.orelse) or node,
+                                 f"Inconsistent return types: the function returns "
+                                 f"{_type_text(a)} on one path and {_type_text(b)} on "
+                                 "another; every return must give the same type")
             if a.type != b.type:
                 raise self.error(node, f"Mismatched type for {name}: variable '{name}' is "
                                        f"{_type_text(a)} in the then-branch but {_type_text(b)} "
@@ -1294,3 +1295,16 @@ def kernel_params(src: FunctionSource, signature: dict, constexprs: dict):
         raise CompilationError(f"the signature names unknown parameter(s) {extra}", src.file,
                                src.line_of(tree), src.col_of(tree), src.source_line(tree))
     return params
+
+
+def _last_return(stmts: list):
+    """The statement that sets a branch's folded return value (the `return` it came from, as
+    `early_return` keeps its location): the branch's last assignment to RETURN_NAME, looking
+    into the else-branch of a trailing `if`. None when the branch has none."""
+    last = stmts[-1] if stmts else None
+    if isinstance(last, ast.If):
+        return _last_return(last.orelse) or _last_return(last.body)
+    if isinstance(last, ast.Assign) and any(isinstance(t, ast.Name) and t.id == RETURN_NAME
+                                            for t in last.targets):
+        return last
+    return None

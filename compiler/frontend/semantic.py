@@ -24,6 +24,7 @@ here as numbered rules:
 from __future__ import annotations
 
 import numbers
+import warnings
 from math import prod
 
 from compiler.dialects import arith, math as mathd, scf, tt  # noqa: F401  (registers ops)
@@ -573,8 +574,14 @@ class Semantic:
         return self._new(mathd.FmaOp, [x, y, z], x.type)
 
     def where(self, cond, x, y) -> tensor:
-        """`tl.where`: broadcast all three, promote x and y together, select elementwise."""
-        cond = self.cast(self.to_tensor(cond), tl.int1)
+        """`tl.where`: broadcast all three, promote x and y together, select elementwise. A
+        condition that is not boolean is compared with zero, with Triton's deprecation
+        warning."""
+        cond = self.to_tensor(cond)
+        if not cond.dtype.is_bool():
+            warnings.warn(f"tl.where with a non-boolean condition is deprecated and will error "
+                          f"out in a future triton release. Got {cond.dtype}", stacklevel=2)
+        cond = self.cast(cond, tl.int1)
         if is_python_number(x) and is_python_number(y):
             x = self.to_tensor(x)
         if _is_ptr(x) and _is_ptr(y):           # selecting between pointers: no promotion

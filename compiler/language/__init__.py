@@ -14,7 +14,7 @@ from .profile import profile  # noqa: F401
 from .standard import (  # noqa: F401
     abs, arange, argmax, argmin, assume, atomic_add, atomic_and, atomic_cas, atomic_max,
     atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to, cdiv, ceil, clamp,
-    cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, dot_scaled, erf, exp, exp2,
+    cos, cumprod, cumsum, device_assert, device_print, div_rn, dot, erf, exp, exp2,
     expand_dims,
     fdiv, floor, fma, full, load, log, log2, max, max_constancy, max_contiguous, maximum, min,
     minimum, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
@@ -24,6 +24,7 @@ from .block_pointers import (advance, load_tensor_descriptor, make_block_ptr,  #
                              make_tensor_descriptor, store_tensor_descriptor)
 from .composite import (cat, debug_barrier, flip, gather, histogram, inline_asm_elementwise,  # noqa: F401,E402,E501
                         interleave, join, sort, split, topk)
+from .scaled_dot import dot_scaled  # noqa: F401,E402
 from . import random  # noqa: F401,E402  (after standard: it is written with the builtins)
 from .indexing import swizzle2d  # noqa: F401,E402  (likewise)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x,  # noqa: F401,E402

@@ -142,8 +142,10 @@ class dtype:
         8-bit floats have one."""
         if self.is_fp8() and self.name not in self._IR_KINDS:
             from compiler.frontend.errors import SemanticError
-            raise SemanticError(f"{self._PY_NAMES[self.name]} ({self.name}) is not supported "
-                                f"yet: of the 8-bit floats only float8e4nv and float8e5 are")
+            supported = tuple(n for n in self._IR_KINDS if n.startswith("fp8"))
+            raise SemanticError(f"type {self.name} ({self._PY_NAMES[self.name]}) not supported "
+                                f"in this architecture. The supported fp8 dtypes are "
+                                f"{supported}")
         if self.is_floating():
             return irt.FloatType(self._IR_KINDS[self.name])
         return irt.IntegerType(self.primitive_bitwidth)

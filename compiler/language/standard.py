@@ -35,10 +35,12 @@ def _shape(args, what: str = "shape") -> tuple:
         single = _const(args[0], what) if not isinstance(args[0], (tuple, list)) else args[0]
         args = single if isinstance(single, (tuple, list)) else (single,)
     dims = []
-    for d in args:
+    for i, d in enumerate(args):
         v = _const(d, what)
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise SemanticError(f"{what} entries must be positive integer constants, got {v!r}")
+        if v & (v - 1):     # every block dim is a power of two (Triton's validate_block_shape)
+            raise SemanticError(f"Shape element {i} must be a power of 2")
         dims.append(v)
     return tuple(dims)
 
@@ -87,9 +89,10 @@ def arange(_sem, start, end) -> tensor:
     if not isinstance(lo, int) or not isinstance(hi, int):
         raise SemanticError(f"arange's bounds must be integer constants, got {lo!r} and {hi!r}")
     n = hi - lo
-    if n <= 0 or n & (n - 1):
-        raise SemanticError(f"arange's length end - start = {n} must be a positive power of two "
-                            "(e.g. 64, 128, 1024)")
+    if n <= 0:      # Triton's sentences, word for word (its tests compare them)
+        raise SemanticError("arange's end argument must be greater than the start argument")
+    if n & (n - 1):
+        raise SemanticError("arange's range must be a power of 2")
     return _sem._new(tt.MakeRangeOp, [], block_type(core.int32, (n,)),
                     {"start": int_attr(lo), "end": int_attr(hi)})
 
@@ -702,9 +705,10 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
         raise SemanticError(f"tl.dot's operands must have the same dtype, got {a.dtype} and "
                             f"{b.dtype}; cast one with .to()")
     min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16      # Triton's min_dot_size on CUDA
-    if _sem.gpu_limits and mk[1] < min_k:
-        raise SemanticError(f"tl.dot needs K >= {min_k} for {a.dtype} operands, got "
-                            f"{list(a.shape)} x {list(b.shape)}")
+    if _sem.gpu_limits and mk[1] < min_k:        # small M / N are padded (Triton 3.6 too)
+        raise SemanticError(f"Input shapes should have M >= 1, N >= 1 and K >= {min_k}: "
+                            f"tl.dot of {a.dtype} operands {list(a.shape)} x {list(b.shape)} "
+                            f"is too small for the tensor cores")
     precision = _opt_const(input_precision, "input_precision")
     if precision is None:
         tf32 = _opt_const(allow_tf32, "allow_tf32")
@@ -723,24 +727,14 @@ def dot(_sem, input, other, acc=None, input_precision=None, allow_tf32=None,
     attrs = {"inputPrecision": StringAttr(precision)}
     imprecise = _opt_const(max_num_imprecise_acc, "max_num_imprecise_acc")
     if imprecise is not None:
-        if a.dtype.name.startswith("fp8") and not 0 <= imprecise <= mk[1]:
-            raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be between 0 and "
-                                f"K ({mk[1]})")
+        if a.dtype.name.startswith("fp8") and imprecise > mk[1]:
+            raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be <= K ({mk[1]})")
+        if a.dtype.name.startswith("fp8") and imprecise < 0:
+            raise SemanticError(f"max_num_imprecise_acc ({imprecise}) must be >= 0")
         attrs["maxNumImpreciseAcc"] = int_attr(imprecise)
     if batched:
         return _batched_dot(_sem, a, b, acc_t, attrs)
     return _dot2d(_sem, a, b, acc_t, attrs)
-
-
-@builtin
-def dot_scaled(_sem, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
-               fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=None) -> tensor:
-    """Triton's microscaling dot (mxfp8/mxfp4 operands with per-32-element e8m0 scales). Not
-    implemented here: it raises a located error saying so, rather than computing anything
-    else."""
-    formats = f"{_opt_const(lhs_format, 'lhs_format')} x {_opt_const(rhs_format, 'rhs_format')}"
-    raise SemanticError(f"tl.dot_scaled ({formats}) is not supported by this compiler yet: "
-                        f"scale the operands explicitly and use tl.dot")
 
 
 def _dot_result_dtype(operand: dtype, out_dtype):

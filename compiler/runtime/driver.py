@@ -338,6 +338,14 @@ def function_attribute(fn, name: str) -> int:
     return check(cu.cuFuncGetAttribute(attr, fn), f"cuFuncGetAttribute({name})")
 
 
+def max_active_blocks_per_sm(fn, block_size: int, shared_bytes: int) -> int:
+    """How many CTAs of `fn` (with `block_size` threads and `shared_bytes` of dynamic shared
+    memory) one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+    return check(bindings().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block_size,
+                                                                         shared_bytes),
+                 "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+
+
 def set_dynamic_shared_memory(fn, shared_bytes: int, device: int = 0) -> None:
     """Allow `fn` to launch with `shared_bytes` of dynamic shared memory: above the 48 KB default
     this sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, after checking the device's

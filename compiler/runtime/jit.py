@@ -44,12 +44,14 @@ from compiler.runtime.specialization import (
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
                   "arch")
-#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. They
-#: choose how to launch, not what to compile (part of the key, never a compile option). The
-#: interpreter runs programs one after another on the host, where neither changes the result.
+#: Launch options that choose how to launch, not what to compile (part of the key, never a
+#: compile option): `launch_cooperative_grid=True` launches with cuLaunchCooperativeKernel
+#: (every CTA resident at once). The interpreter runs programs one after another on the host,
+#: where it changes nothing.
+LAUNCH_MODES = ("launch_cooperative_grid",)
+#: Launch options Triton accepts that the GPU launcher cannot honour yet: name -> why. Like
+#: LAUNCH_MODES they are part of the key only; the interpreter accepts them.
 GPU_UNSUPPORTED_LAUNCH_OPTIONS = {
-    "launch_cooperative_grid": "cooperative (grid-synchronizing) launches are not supported by "
-                               "the GPU launcher yet",
     "launch_pdl": "programmatic dependent launch is not supported by the GPU launcher yet",
 }
 #: Keywords that choose how (not what) to launch; they are not part of the cache key.
@@ -149,13 +151,15 @@ class _GpuEntry:
 
     __slots__ = ("kernel", "launch", "takes_addresses", "select", "spec", "trace", "num_warps")
 
-    def __init__(self, kernel, spec: Specialization, num_warps: int):
+    def __init__(self, kernel, spec: Specialization, num_warps: int, cooperative: bool = False):
         self.kernel = kernel
         # The loaded kernel's own fast launch when it offers one (a CompiledKernel does,
         # through its launcher): two calls fewer per launch, and the one taking addresses
         # lets the fast launch read each array's address once.
         launcher = getattr(kernel, "launcher", None)
         loaded = launcher() if callable(launcher) else kernel
+        if cooperative:
+            loaded = loaded.cooperative()
         self.launch = getattr(loaded, "launch_addresses", None)
         self.takes_addresses = self.launch is not None
         if self.launch is None:
@@ -276,7 +280,8 @@ class JITFunction(KernelInterface):
         self.arg_names = [p.name for p in self.params]
         self.constexprs = [p.index for p in self.params if p.is_constexpr]
         self._constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
-        self._option_names = tuple(o for o in LAUNCH_OPTIONS + tuple(GPU_UNSUPPORTED_LAUNCH_OPTIONS)
+        self._option_names = tuple(o for o in LAUNCH_OPTIONS + LAUNCH_MODES
+                                   + tuple(GPU_UNSUPPORTED_LAUNCH_OPTIONS)
                                    if o not in self.arg_names)
         self._binder = self._make_binder()
         self._default_interpret = None
@@ -558,7 +563,8 @@ class JITFunction(KernelInterface):
                     raise self._where(f"{self.__name__}(): launch option {name}=True: {why}; "
                                       f"launch without it (or with interpret=True)")
             compiled = self._compiled.get(key) or self._compile_full(key, spec)
-            entry = _GpuEntry(compiled, spec, compiled.num_warps)
+            entry = _GpuEntry(compiled, spec, compiled.num_warps,
+                              cooperative=bool(options.get("launch_cooperative_grid")))
             self._gpu_cache[key] = entry
         return entry
 

@@ -436,6 +436,31 @@ def cubin_runs_on(built_for: int, device_arch: int) -> bool:
     return built_for // 10 == device_arch // 10 and built_for % 10 <= device_arch % 10
 
 
+def cooperative_launch_fn(name: str, device: int = 0, launch_fn: Callable | None = None):
+    """A stand-in for cuLaunchKernel (same arguments) that launches cooperatively
+    (cuLaunchCooperativeKernel: every CTA of the grid resident at once, so that they may wait
+    for each other, Triton's `launch_cooperative_grid=True`). A grid larger than the device
+    holds at once is refused with `OutOfResources` naming both numbers, before the driver
+    would refuse it with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE."""
+    capacity: dict = {}
+
+    def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        key = (bx, shared)
+        if key not in capacity:
+            per_sm = driver.max_active_blocks_per_sm(function, bx * by * bz, shared)
+            capacity[key] = (per_sm, driver.device_attribute("MULTIPROCESSOR_COUNT", device))
+        per_sm, sms = capacity[key]
+        if gx * gy * gz > per_sm * sms:
+            from .errors import OutOfResources
+            raise OutOfResources(gx * gy * gz, per_sm * sms,
+                                 f"CTAs resident at once for the cooperative launch of {name} "
+                                 f"(launch_cooperative_grid=True; {sms} SMs x {per_sm} CTAs "
+                                 f"each)")
+        cu_launch = launch_fn or driver.bindings().cuLaunchCooperativeKernel
+        return cu_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params)
+    return launch
+
+
 class KernelLauncher:
     """A loaded kernel ready to launch: `launch(grid, args, stream=None)` with its num_warps
     and dynamic shared memory fixed (the generated fast path), and `launch_addresses`, the
@@ -448,6 +473,19 @@ class KernelLauncher:
         self.shared_bytes = shared_bytes
         self.launch = launcher.bind(num_warps, shared_bytes)
         self.launch_addresses = launcher.bind(num_warps, shared_bytes, addresses=True)
+        self._cooperative = None
+
+    def cooperative(self, launch_fn: Callable | None = None) -> "KernelLauncher":
+        """The same loaded kernel launched cooperatively (`cooperative_launch_fn`); built
+        once. `launch_fn` replaces cuLaunchCooperativeKernel (tests)."""
+        if self._cooperative is None:
+            base = self.launcher
+            coop = Launcher(base.function, base.layout.kinds, name=base.name,
+                            arg_names=base.arg_names, device=base.device,
+                            launch_fn=cooperative_launch_fn(base.name, base.device, launch_fn))
+            self._cooperative = KernelLauncher(coop, self.loaded, self.num_warps,
+                                               self.shared_bytes)
+        return self._cooperative
 
     def __repr__(self) -> str:
         return (f"KernelLauncher({self.launcher.name}, num_warps={self.num_warps}, "

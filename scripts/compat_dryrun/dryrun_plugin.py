@@ -32,6 +32,11 @@ class _InterpretedLaunch:
             return                  # compiled from a ttgir file: there is no ttir to run
         interpret(module, tuple(grid), list(args), kernel_name=self.kernel.name)
 
+    def cooperative(self):
+        """The cooperative form (launch_cooperative_grid=True): the interpreter runs the
+        programs one after another either way."""
+        return self
+
 
 def pytest_configure(config):
     """Install the stand-ins before any test module imports torch or triton."""

@@ -368,7 +368,7 @@ def test_fp8_split_accumulation_adds_each_partial_sum_in_f32():
     assert compiled.asm["ptx"].count("add.f32") == 64 * 64 // 256 * (64 // 32)
 
 
-# ---- tl.static_range's keyword step, tl.dot_scaled --------------------------------------------------
+# ---- tl.static_range's keyword step --------------------------------------------------------------
 @triton.jit
 def _static_sum_kernel(z, N: tl.constexpr, STEP: tl.constexpr):
     acc = 0
@@ -384,20 +384,6 @@ def test_range_bounds_may_be_given_by_keyword():
     out = np.zeros(1, np.int32)
     _static_sum_kernel[(1,)](out, 100, 7, interpret=True)
     assert out[0] == 2 * sum(range(0, 100, 7))
-
-
-@triton.jit
-def _scaled_dot_kernel(a, s, c):
-    rows = tl.arange(0, 32)
-    x = tl.load(a + rows[:, None] * 32 + rows[None, :])
-    scale = tl.load(s + rows)
-    tl.store(c + rows[:, None] * 32 + rows[None, :], tl.dot_scaled(x, scale, "e4m3", x, scale,
-                                                                   "e4m3"))
-
-
-def test_dot_scaled_is_a_located_not_supported_error():
-    message = _error_of(_scaled_dot_kernel, "*fp8e4nv", "*u8", "*fp32")
-    assert "tl.dot_scaled (e4m3 x e4m3) is not supported" in message and "^" in message
 
 
 @triton.jit

@@ -215,7 +215,7 @@ CASES = [
     (k_yield, SIG, {}, "yield", "`yield` is not supported"),
     (k_starargs, SIG, {}, "*args", "star-arguments (*args) are not supported"),
     (k_arange_runtime, SIG, {}, "tl.arange", "arange's end must be a compile-time constant"),
-    (k_arange_pow2, SIG, {}, "tl.arange", "must be a positive power of two"),
+    (k_arange_pow2, SIG, {}, "tl.arange", "arange's range must be a power of 2"),
     (k_shape_mismatch, SIG, {}, "a + b", "shapes [16] and [32] are incompatible"),
     (k_float_bitand, {"X": "*fp32", "n": "i32"}, {}, "x & 1",
      "invalid operands of type fp32 and int32: `&` needs integer (or boolean) operands"),

@@ -327,3 +327,52 @@ def test_pointer_source_names_how_addresses_are_read():
     assert pointer_source(InterfaceOnly(16)) == "interface"
     assert pointer_source(5) == "int" and pointer_source(None) == "null"
     assert pointer_source(np.zeros(2)) is None and pointer_source("text") is None
+
+
+# ---- cooperative launches (launch_cooperative_grid=True) -----------------------------------------
+def _cooperative(monkeypatch, per_sm: int, sms: int):
+    """A KernelLauncher's cooperative form over a recorder, on a pretend device."""
+    monkeypatch.setattr(driver, "max_active_blocks_per_sm", lambda fn, block, shared: per_sm)
+    monkeypatch.setattr(driver, "device_attribute", lambda name, device=0: sms)
+    recorder = RecordingLaunch(["Q", "i"])
+
+    def cooperative_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params):
+        """cuLaunchCooperativeKernel's arguments: cuLaunchKernel's without `extra`."""
+        return recorder(f, gx, gy, gz, bx, by, bz, shared, stream, params, None)
+    plain = KernelLauncher(Launcher("FN", ["ptr", "i32"], name="k", launch_fn=recorder),
+                           None, 4, 0)
+    return plain, plain.cooperative(launch_fn=cooperative_kernel), recorder
+
+
+def test_cooperative_launch_goes_through_the_cooperative_entry_point(monkeypatch):
+    plain, coop, recorder = _cooperative(monkeypatch, per_sm=2, sms=132)
+    coop.launch((264,), (16, 3))
+    assert recorder.calls[0]["grid"] == (264, 1, 1) and recorder.calls[0]["extra"] is None
+    assert recorder.calls[0]["values"] == [16, 3] and recorder.calls[0]["block"] == (128, 1, 1)
+    assert plain.cooperative() is coop              # built once per loaded kernel
+    plain.launch((1,), (16, 3))
+    assert recorder.calls[1]["extra"] == 0          # the ordinary form still uses cuLaunchKernel
+
+
+def test_a_cooperative_grid_beyond_the_resident_capacity_is_refused(monkeypatch):
+    from compiler.runtime.errors import OutOfResources
+
+    _, coop, recorder = _cooperative(monkeypatch, per_sm=2, sms=132)
+    with pytest.raises(OutOfResources, match=r"CTAs resident at once for the cooperative "
+                                             r"launch of k .*132 SMs x 2 CTAs each.*required: "
+                                             r"265, hardware limit: 264"):
+        coop.launch((265,), (16, 3))
+    assert recorder.calls == []
+
+
+def test_the_jit_launches_cooperatively_when_asked(monkeypatch):
+    from compiler.runtime.jit import _GpuEntry
+
+    plain, coop, recorder = _cooperative(monkeypatch, per_sm=1, sms=4)
+    kernel = types.SimpleNamespace(launcher=lambda: plain, trace=None)
+    spec = types.SimpleNamespace(runtime_params=(0, 1), descriptor_params=())
+    entry = _GpuEntry(kernel, spec, 4, cooperative=True)
+    entry.launch((4,), entry.runtime_args((16, 3)))
+    assert recorder.calls[-1]["extra"] is None
+    _GpuEntry(kernel, spec, 4).launch((4,), (16, 3))
+    assert recorder.calls[-1]["extra"] == 0

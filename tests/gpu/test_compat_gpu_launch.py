@@ -53,3 +53,19 @@ def test_cache_hints_keep_the_copy_exact(load, store, evict):
     dst = torch.empty_like(src)
     _copy_kernel[(1,)](dst, src, LOAD=load, STORE=store, EVICT=evict, num_warps=1)
     np.testing.assert_array_equal(dst.cpu().numpy(), src.cpu().numpy())
+
+
+def test_cooperative_launch_runs_and_an_oversized_grid_is_refused():
+    from compiler.runtime import driver
+    from compiler.runtime.errors import OutOfResources
+
+    src = torch.randn(128, device="cuda")
+    dst = torch.empty_like(src)
+    _copy_kernel[(2,)](dst, src, LOAD="", STORE="", EVICT="", num_warps=4,
+                       launch_cooperative_grid=True)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(dst.cpu().numpy(), src.cpu().numpy())
+    sms = driver.device_attribute("MULTIPROCESSOR_COUNT")
+    with pytest.raises(OutOfResources, match="cooperative launch"):
+        _copy_kernel[(sms * 64 + 1,)](dst, src, LOAD="", STORE="", EVICT="", num_warps=4,
+                                      launch_cooperative_grid=True)
