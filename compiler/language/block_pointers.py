@@ -22,6 +22,7 @@ the descriptor as an IR value instead.
 """
 from __future__ import annotations
 
+from compiler.dialects import tt
 from compiler.frontend.errors import SemanticError
 
 from . import core
@@ -213,9 +214,19 @@ def _window(_sem, desc, offsets) -> block_pointer:
                          desc.strides, offs, desc.block_shape, tuple(reversed(range(rank))))
 
 
+def _map_offsets(_sem, desc, offsets) -> list:
+    """The i32 offsets of an access through a descriptor's tensor map."""
+    _window(_sem, desc, offsets)        # the same checks (and errors) as the pointer path
+    return _scalars(_sem, offsets, core.int32, "offsets")
+
+
 @builtin
 def load_tensor_descriptor(_sem, desc, offsets) -> tensor:
     """The `block_shape` block at `offsets` (out-of-bounds elements padded)."""
+    if desc.tensor_map is not None:
+        offs = _map_offsets(_sem, desc, offsets)
+        return _sem._new(tt.DescriptorLoadOp, [desc.tensor_map] + offs,
+                         core.block_type(desc.dtype, list(desc.block_shape)))
     window = _window(_sem, desc, offsets)
     return load(_sem, window, None, None, tuple(range(len(desc.block_shape))), desc.padding)
 
@@ -223,5 +234,11 @@ def load_tensor_descriptor(_sem, desc, offsets) -> tensor:
 @builtin
 def store_tensor_descriptor(_sem, desc, offsets, value) -> None:
     """Store a `block_shape` block at `offsets` (out-of-bounds elements are not written)."""
+    if desc.tensor_map is not None:
+        offs = _map_offsets(_sem, desc, offsets)
+        block = core.block_type(desc.dtype, list(desc.block_shape))
+        value = _sem.cast(_sem.broadcast_to(_sem.to_tensor(value), block.shape), desc.dtype)
+        _sem._op(tt.DescriptorStoreOp, [desc.tensor_map, value] + offs, None)
+        return
     window = _window(_sem, desc, offsets)
     store(_sem, window, value, None, tuple(range(len(desc.block_shape))))

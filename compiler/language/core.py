@@ -455,12 +455,15 @@ class tensor_descriptor(aggregate):
     ATTRIBUTES = ("block_shape", "padding")
 
     def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
-                 padding: str = "zero"):
+                 padding: str = "zero", tensor_map: tensor | None = None):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
+        #: a host descriptor's CUtensorMap kernel argument when the kernel copies it by TMA
+        #: (not a field: a kernel argument, the same in every iteration of a loop)
+        self.tensor_map = tensor_map
 
     @property
     def dtype(self) -> dtype:
@@ -475,7 +478,7 @@ class tensor_descriptor(aggregate):
         """The same descriptor over new runtime values."""
         rank = len(self.block_shape)
         return tensor_descriptor(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
-                                 self.block_shape, self.padding)
+                                 self.block_shape, self.padding, self.tensor_map)
 
     def same_structure(self, other) -> bool:
         """Same block shape, padding and pointee."""
@@ -530,12 +533,13 @@ class tensor_descriptor_type:
         rank = len(self.block_shape)
         return [pointer_type(self.element_ty)] + [int32] * rank + [int64] * (rank - 1)
 
-    def build(self, sem, args: list) -> tensor_descriptor:
-        """The descriptor over the kernel arguments `args` (see `argument_types`)."""
+    def build(self, sem, args: list, tensor_map: tensor | None = None) -> tensor_descriptor:
+        """The descriptor over the kernel arguments `args` (see `argument_types`), copied by TMA
+        through `tensor_map` when one is given."""
         rank = len(self.block_shape)
         strides = list(args[1 + rank:]) + [sem.constant(1, int64)]
         return tensor_descriptor(args[0], list(args[1:1 + rank]), strides, self.block_shape,
-                                 self.padding)
+                                 self.padding, tensor_map)
 
     def __repr__(self) -> str:
         padding = ",nan" if self.padding == "nan" else ""

@@ -2,7 +2,8 @@
 
 A `Launcher` is built once per compiled kernel from its signature, the list of argument kinds
 ("ptr" — or Triton's "*fp32" style —, "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
-"u64", "fp16", "bf16", "fp32", "fp64"). Building it lays the arguments out in one ctypes buffer
+"u64", "fp16", "bf16", "fp32", "fp64", and "tensormap": a host descriptor's 128-byte
+CUtensorMap, `compiler.runtime.tensor_map`). Building it lays the arguments out in one ctypes buffer
 with natural alignment, builds the `void*[]` that points at each slot, and generates a small
 launch function specialized to the signature, so that a launch is: convert each pointer argument
 to an address, `struct.pack_into` the buffer (which also range-checks every scalar), one
@@ -29,8 +30,10 @@ from . import driver
 ARG_FORMATS = {
     "ptr": "Q", "i1": "I", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
     "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "fp16": "e", "bf16": "H", "fp32": "f",
-    "fp64": "d",
+    "fp64": "d", "tensormap": "128s",
 }
+#: slot alignment per kind where it is not the slot's size (a CUtensorMap: 64 bytes)
+ARG_ALIGNMENT = {"tensormap": 64}
 # kind -> expression (on the argument's name) the fast path packs instead of the argument itself.
 # A pointer's getter is looked up by type inline (one call instead of two per pointer).
 _FAST_CONVERSIONS = {"ptr": "(pointer_getters.get(type({0})) or device_pointer)({0})",
@@ -232,7 +235,8 @@ def layout_args(kinds: Sequence[str]) -> ArgLayout:
     for kind in kinds:
         item = ARG_FORMATS[kind]
         size = struct.calcsize("=" + item)
-        start = (position + size - 1) // size * size
+        align = ARG_ALIGNMENT.get(kind, size)
+        start = (position + align - 1) // align * align
         fmt += "x" * (start - position) + item
         offsets.append(start)
         position = start + size
@@ -465,9 +469,13 @@ def _public_function(module):
 def kernel_arg_kinds(module) -> list[str]:
     """Argument kinds of a module's public kernel, from its block arguments' types
     (pointers -> "ptr", i32 -> "i32", f32 -> "fp32", ...)."""
+    from compiler.codegen.lowering import TENSOR_MAP_KIND, is_tensor_map
     from compiler.dialects.tt import PointerType
     kinds = []
     for arg in _public_function(module).body.args:
+        if is_tensor_map(arg):
+            kinds.append(TENSOR_MAP_KIND)
+            continue
         kinds.append("ptr" if isinstance(arg.type, PointerType) else normalize_kind(str(arg.type)))
     return kinds
 
