@@ -37,7 +37,8 @@ ARG_ALIGNMENT = {"tensormap": 64}
 # kind -> expression (on the argument's name) the fast path packs instead of the argument itself.
 # A pointer's getter is looked up by type inline (one call instead of two per pointer).
 _FAST_CONVERSIONS = {"ptr": "(pointer_getters.get(type({0})) or device_pointer)({0})",
-                     "i1": "bool({0})", "bf16": "bf16_bits({0})"}
+                     "i1": "bool({0})", "bf16": "bf16_bits({0})",
+                     "tensormap": "({0} if len({0}) == 128 else tensor_map_bytes({0}))"}
 ALIASES = {"pointer": "ptr", "f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1",
            "u1": "i1"}
 FLOAT_LIMITS = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38}
@@ -172,6 +173,12 @@ def bf16_bits(value) -> int:
 
 def _check_scalar(kind: str, value, name: str):
     """The value to pack for a scalar argument, or an `ArgumentError` saying what is wrong."""
+    if kind == "tensormap":
+        if not isinstance(value, bytes) or len(value) != 128:
+            raise ArgumentError(f"argument {name} (a CUtensorMap) must be 128 bytes "
+                                f"(compiler.runtime.tensor_map.encode), not "
+                                f"{type(value).__name__}")
+        return value
     if kind == "i1":
         try:
             return bool(value)
@@ -318,6 +325,7 @@ class Launcher:
         namespace = {
             "pack_into": struct.Struct(self.layout.struct_format).pack_into,
             "buffer": self.buffer, "device_pointer": device_pointer, "bf16_bits": bf16_bits,
+            "tensor_map_bytes": lambda v: _check_scalar("tensormap", v, "(a CUtensorMap)"),
             "pointer_getters": _POINTER_GETTERS,
             "cu_launch": self._launch_fn, "function": self.function,
             "stream_handle": driver.stream_handle, "params_address": self.params_address,

@@ -18,7 +18,7 @@ from compiler.ir.parser import parse_module
 from compiler.ir.printer import print_module
 from compiler.runtime import tensor_map
 from compiler.runtime.jit import _selector
-from compiler.runtime.launcher import kernel_arg_kinds, layout_args
+from compiler.runtime.launcher import ArgumentError, Launcher, kernel_arg_kinds, layout_args
 from compiler.tools.tensor_descriptor import TensorDescriptor
 from tests.cpu.mma_cases import compile_jit
 
@@ -247,3 +247,19 @@ def test_every_enum_name_exists_in_cuda_bindings():
                    f"CU_TENSOR_MAP_L2_PROMOTION_{tensor_map.L2_PROMOTION}")
     for fill in ("NONE", "NAN_REQUEST_ZERO_FMA"):
         assert hasattr(cuda.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{fill}")
+
+
+def test_the_launcher_packs_a_tensor_map_in_place():
+    calls = []
+
+    def fake_launch(function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        calls.append((gx, bx))
+        return (0,)
+
+    launcher = Launcher(None, ["ptr", "i32", "tensormap", "i32"], launch_fn=fake_launch)
+    encoded = bytes(range(128))
+    launcher.launch((2,), 4, 0, None, (0x1000, 5, encoded, 7))
+    packed = bytes(launcher.buffer)
+    assert packed[64:192] == encoded and calls == [(2, 128)]
+    with pytest.raises(ArgumentError, match="CUtensorMap"):
+        launcher.launch((2,), 4, 0, None, (0x1000, 5, b"short", 7))
