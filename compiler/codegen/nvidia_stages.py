@@ -27,9 +27,10 @@ from compiler.stage_state import (CompileState, KernelMetadata, override_text,
 
 def default_pipeline(stage: str, options) -> str | None:
     """The stage's default pipeline for `options` (None: the manager's own default): a compile
-    copying descriptors by TMA runs `tma-lowering` before the loop pipeliner."""
+    copying descriptors by TMA runs `tma-lowering` after the loop pipeliner (which copies the
+    descriptor loads it pipelines by TMA itself)."""
     if stage == "ttgir" and uses_tma(options):
-        return DEFAULT_PIPELINES["ttgir"].replace(",pipeline,", ",tma-lowering,pipeline,")
+        return DEFAULT_PIPELINES["ttgir"].replace(",pipeline,", ",pipeline,tma-lowering,")
     return None
 
 

@@ -56,11 +56,11 @@ def _matmul_descs(m, n, k, bm, bn, bk, dtype=np.float16):
                        TensorDescriptor.from_tensor(c, [bm, bn])]
 
 
-def _compile(stop_after, bm=128, bn=128, bk=64, target=TMA_TARGET, num_warps=8):
+def _compile(stop_after, bm=128, bn=128, bk=64, target=TMA_TARGET, num_warps=8, stages=3):
     _, descs = _matmul_descs(512, 512, 512, bm, bn, bk)
     return compile_jit(_desc_matmul, [*descs, 512], {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk},
-                       {"num_warps": num_warps, "num_stages": 3}, None, stop_after=stop_after,
-                       target=target)[0]
+                       {"num_warps": num_warps, "num_stages": stages}, None,
+                       stop_after=stop_after, target=target)[0]
 
 
 # ---- geometry and encoding -----------------------------------------------------------------
@@ -180,11 +180,12 @@ def test_host_descriptors_take_a_tensor_map_argument_and_load_through_it():
 
 
 def test_tma_lowering_feeds_wgmma_from_the_tma_buffers():
-    compiled = _compile("ttgir")
+    compiled = _compile("ttgir", stages=1)          # no pipelining: tma-lowering copies
     text = compiled.trace.stages["ttgir"]
     assert "tt.descriptor_load" not in text and "tt.descriptor_store" not in text
     assert text.count("ttng.async_tma_copy_global_to_local") == 2
     assert text.count("ttng.barrier_expect") == 2 and text.count("ttng.wait_barrier") == 2
+    assert text.count("ttng.init_barrier") == 2 and text.count("ttng.inval_barrier") == 2
     assert "ttng.async_tma_copy_local_to_global" in text and "ttng.async_tma_store_wait" in text
     # the dot reads the TMA destinations: no register round trip, no local_load
     assert "ttg.local_load" not in text
@@ -192,6 +193,24 @@ def test_tma_lowering_feeds_wgmma_from_the_tma_buffers():
     assert records and records[0].changed
     module = parse_module(text)
     assert print_module(module) == print_module(parse_module(print_module(module)))
+
+
+def test_the_pipeliner_issues_tma_loads_stages_minus_one_ahead():
+    compiled = _compile("ttgir", stages=3)
+    text = compiled.trace.stages["ttgir"]
+    loop = text[text.index("scf.for"):text.index("scf.yield")]
+    prologue = text[:text.index("scf.for")]
+    # a ring of 3 buffers per operand and one mbarrier per stage
+    assert "!ttg.memdesc<3x128x64xf16" in prologue and "!ttg.memdesc<3x1xi64" in prologue
+    assert prologue.count("ttng.init_barrier") == 3
+    assert prologue.count("ttng.async_tma_copy_global_to_local") == 4      # 2 stages x 2
+    assert loop.count("ttng.async_tma_copy_global_to_local") == 2
+    assert loop.count("ttng.barrier_expect") == 1 and loop.count("ttng.wait_barrier") == 1
+    assert "{isAsync = true}" in loop and "ttg.local_load" not in loop
+    assert "ttg.async_copy_global_to_local" not in text and "ttg.async_wait" not in text
+    assert text.count("ttng.inval_barrier") == 3
+    pipeline = [r for r in compiled.trace.passes if r.name == "pipeline"][0]
+    assert any("3-stage TMA pipeline" in str(p) for p in pipeline.patterns)
 
 
 def test_without_the_option_descriptors_stay_on_pointers():
