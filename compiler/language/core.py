@@ -462,7 +462,7 @@ class tensor_descriptor(aggregate):
         self.block_shape = tuple(block_shape)
         self.padding = padding
         #: a host descriptor's CUtensorMap kernel argument when the kernel copies it by TMA
-        #: (not a field: a kernel argument, the same in every iteration of a loop)
+        #: (the last field then, so that a @jit callee taking the descriptor gets it too)
         self.tensor_map = tensor_map
 
     @property
@@ -471,19 +471,22 @@ class tensor_descriptor(aggregate):
         return self.base.dtype.element_ty
 
     def fields(self) -> list:
-        """The base, shape and strides."""
-        return [self.base] + self.shape + self.strides
+        """The base, shape and strides (and the tensor map of a TMA descriptor)."""
+        tail = [] if self.tensor_map is None else [self.tensor_map]
+        return [self.base] + self.shape + self.strides + tail
 
     def with_fields(self, fields: list) -> "tensor_descriptor":
         """The same descriptor over new runtime values."""
         rank = len(self.block_shape)
+        tensor_map = fields[1 + 2 * rank] if self.tensor_map is not None else None
         return tensor_descriptor(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
-                                 self.block_shape, self.padding, self.tensor_map)
+                                 self.block_shape, self.padding, tensor_map)
 
     def same_structure(self, other) -> bool:
-        """Same block shape, padding and pointee."""
+        """Same block shape, padding, pointee and copy path (TMA or pointers)."""
         return isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape \
-            and other.padding == self.padding and other.base.type == self.base.type
+            and other.padding == self.padding and other.base.type == self.base.type \
+            and (other.tensor_map is None) == (self.tensor_map is None)
 
     def __repr__(self) -> str:
         return f"tensor_descriptor({self.dtype}, block_shape={list(self.block_shape)})"

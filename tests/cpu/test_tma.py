@@ -282,3 +282,19 @@ def test_the_launcher_packs_a_tensor_map_in_place():
     assert packed[64:192] == encoded and calls == [(2, 128)]
     with pytest.raises(ArgumentError, match="CUtensorMap"):
         launcher.launch((2,), 4, 0, None, (0x1000, 5, b"short", 7))
+
+
+@needs_ptxas
+def test_descriptor_attention_through_a_callee_compiles_with_tma():
+    from tests.cpu.test_tensor_descriptors import _attention_desc, _attention_inputs
+    _, descs = _attention_inputs(4096, 128, 128, 64)
+    compiled = compile_jit(_attention_desc, [0.125, *descs, 4096],
+                           {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64},
+                           {"num_warps": 8, "num_stages": 3}, None, stop_after=None,
+                           target=TMA_TARGET)[0]
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d" in ptx and "wgmma.mma_async" in ptx
+    patterns = {name for r in compiled.trace.passes for name in r.patterns}
+    assert "scf.for -> 3-stage TMA pipeline" in patterns          # v: pipelined
+    assert "tt.descriptor_load -> TMA copy + local_load" in patterns   # k (transposed after)
+    assert compiled.trace.cubin_info["spill_stores"] == 0
