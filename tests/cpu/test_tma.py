@@ -298,3 +298,54 @@ def test_descriptor_attention_through_a_callee_compiles_with_tma():
     assert "scf.for -> 3-stage TMA pipeline" in patterns          # v: pipelined
     assert "tt.descriptor_load -> TMA copy + local_load" in patterns   # k (transposed after)
     assert compiled.trace.cubin_info["spill_stores"] == 0
+
+
+def test_a_tma_kernel_launch_packs_each_descriptor_tensor_map(monkeypatch):
+    """The jit's launch (first the slow one, then the generated fast launch) hands a kernel
+    compiled with TMA each descriptor's fields and then its encoded tensor map."""
+    import compiler.compiler as driver
+    from compiler.codegen.nvidia_options import NvidiaOptions
+    from compiler.runtime.jit import JITFunction
+    from compiler.runtime.launcher import KernelLauncher
+    from tests.cpu.test_jit_fast_launch import (FORMATS, Calls, _argument_kinds,
+                                                _descriptor_scale, torch_like)
+
+    encoded = []
+    monkeypatch.setattr(tensor_map, "_encode_cached", lambda args: encoded.append(args) or
+                        args.address.to_bytes(8, "little") * 16)
+    calls, compiled = Calls(), []
+
+    class TmaCompiled:
+        options = NvidiaOptions(arch=90, tma=True)
+
+        def __init__(self, src):
+            self.src, self.num_warps = src, 4
+            kinds, names = [], []
+            for kind, name in zip(*_argument_kinds(src.signature)):
+                kinds.append(kind)
+                names.append(name)
+                if name.endswith(".3"):             # after a rank-2 descriptor's last field
+                    kinds.append("tensormap")
+                    names.append(name[:-2] + ".map")
+            calls.formats = ["Q" if k.startswith("*") else "128s" if k == "tensormap"
+                             else FORMATS[k] for k in kinds]
+            self._launcher = KernelLauncher(Launcher("FN", kinds, name=src.name,
+                                                     arg_names=names, launch_fn=calls), None, 4, 0)
+
+        def launcher(self):
+            return self._launcher
+
+    monkeypatch.setattr(driver, "compile", lambda src, options=None, pipelines=None:
+                        compiled.append(TmaCompiled(src)) or compiled[-1])
+    kernel = JITFunction(_descriptor_scale.fn)
+    kernel._default_interpret = False
+    src = TensorDescriptor(torch_like(1 << 20), [64, 32], [32, 1], [16, 32])
+    dst = TensorDescriptor(torch_like(1 << 21), [64, 32], [40, 1], [16, 32])
+    kernel[(4,)](src, dst, 2.0, tma=True)
+    kernel[(4,)](src, dst, 3.0, tma=True)                # the fast launch
+    assert len(compiled) == 1
+    maps = [(1 << 20).to_bytes(8, "little") * 16, (1 << 21).to_bytes(8, "little") * 16]
+    assert [c[3] for c in calls.calls] == [
+        [1 << 20, 64, 32, 32, maps[0], 1 << 21, 64, 32, 40, maps[1], factor]
+        for factor in (2.0, 3.0)]
+    assert encoded[0].box_dims == (32, 16) and encoded[1].global_strides == (160,)
