@@ -40,6 +40,7 @@ from .lowering_errors import LoweringError, op_site
 from .debuginfo import DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
+from .tma import TENSOR_MAP_KIND, is_tensor_map
 from .nvidia_options import DEFAULT_ARCH
 from .registry import lowering_for
 
@@ -253,15 +254,6 @@ class LoweringContext:
 
 #: a CUtensorMap kernel parameter's LLVM type (byval: 128 bytes in the parameter space)
 TENSOR_MAP_PTR = ir.ArrayType(I8, 128).as_pointer()
-#: the launcher's kind of a CUtensorMap argument
-TENSOR_MAP_KIND = "tensormap"
-
-
-def is_tensor_map(arg) -> bool:
-    """Whether a kernel argument is a host descriptor's CUtensorMap (`tt.nv_tma_desc`)."""
-    return "tt.nv_tma_desc" in (getattr(arg, "attributes", None) or {})
-
-
 def _arg_kind(arg) -> str:
     if is_tensor_map(arg):
         return TENSOR_MAP_KIND

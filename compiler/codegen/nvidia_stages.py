@@ -43,7 +43,8 @@ def run_pipeline(state: CompileState, stage: str, module):
     else:
         instrumentation = TraceInstrumentation(state.trace, snapshots=options.snapshots,
                                                verify_each=options.verify_each)
-    manager = PassManager(stage, options.pipelines.get(stage) or default_pipeline(stage, options),
+    given = options.pipelines.get(stage)
+    manager = PassManager(stage, given if given is not None else default_pipeline(stage, options),
                           [instrumentation, WatchdogInstrumentation(state.watchdog)], options)
     if stage != "llir":              # an impossible order is refused before any pass runs
         check_pipeline(manager.passes, stage, given=properties_of(module))

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: the launcher's kind of a CUtensorMap argument
+TENSOR_MAP_KIND = "tensormap"
+#: the argument attribute marking a host descriptor's CUtensorMap parameter
+TENSOR_MAP_ATTR = "tt.nv_tma_desc"
 #: the widest box dim a TMA copy takes (each dim)
 MAX_BOX = 256
 #: swizzle widths (bytes) from the widest down; 0 is none
@@ -81,3 +85,8 @@ def supports(element: str, block_shape) -> bool:
     (else it keeps the pointer path for it, and the launch passes no tensor map)."""
     element = ALIASES.get(element, element)
     return element in BITS and tma_box(BITS[element], block_shape) is not None
+
+
+def is_tensor_map(arg) -> bool:
+    """Whether a kernel argument (a block argument) is a host descriptor's CUtensorMap."""
+    return TENSOR_MAP_ATTR in (getattr(arg, "attributes", None) or {})

@@ -16,7 +16,7 @@ import re
 import traceback
 import types
 
-from compiler.codegen.tma import supports as tma_supports
+from compiler.codegen.tma import TENSOR_MAP_ATTR, supports as tma_supports
 from compiler.dialects import scf, tt
 from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, int_attr
 from compiler.ir.core import Block, Region
@@ -146,7 +146,7 @@ class CodeGenerator(ast.NodeVisitor):
         map_type = tl.pointer_type(tl.int8)
         arg = block.add_argument(map_type.to_ir(), NameLoc(pname, loc))
         arg.name_hint = f"{pname}_map"
-        arg.attributes = {"tt.nv_tma_desc": int_attr(1)}
+        arg.attributes = {TENSOR_MAP_ATTR: int_attr(1)}
         return tensor(arg, map_type)
 
     def loc(self, node):

@@ -10,15 +10,17 @@ through it builds the block of pointers base + sum_d (offset_d + arange(block_d)
 Triton's rewrite of tensor pointers does for targets without TMA. Loops carry its fields
 (see `CodeGenerator.loop_carried`), so `p = tl.advance(p, ...)` in a loop works.
 
-Tensor descriptors are lowered the same way, without TMA: a descriptor is a front-end value
-(`core.tensor_descriptor`: base, shape, strides as runtime scalars, block shape and padding
-static), made in the kernel by `tl.make_tensor_descriptor` or passed in as a host
+Tensor descriptors are lowered the same way by default, without TMA: a descriptor is a
+front-end value (`core.tensor_descriptor`: base, shape, strides as runtime scalars, block shape
+and padding static), made in the kernel by `tl.make_tensor_descriptor` or passed in as a host
 `TensorDescriptor` (a kernel parameter of type `core.tensor_descriptor_type`, which the launch
 expands into its fields); `desc.load(offsets)` is a load of the block of pointers masked on
 every dim (other = 0, or NaN), `desc.store` a masked store. Building the pointers in the front
 end, like block pointers, means every later pass (axis info, coalescing, the Hopper dot path,
-the pipeliner) sees ordinary pointer loads and needs nothing new; a TMA lowering would keep
-the descriptor as an IR value instead.
+the pipeliner) sees ordinary pointer loads and needs nothing new. A host descriptor of a kernel
+compiled with TMA (`tensor_map` set: its CUtensorMap argument) is read and written through
+`tt.descriptor_load` / `tt.descriptor_store` instead, which the pipeliner and `tma-lowering`
+turn into TMA copies.
 """
 from __future__ import annotations
 

@@ -43,9 +43,11 @@ def box_of(t) -> tuple:
 
 
 def _reused_alloc(load: Operation, enc: NVMMASharedEncoding) -> Operation | None:
-    """The load's only user when it is a `ttg.local_alloc` of the load into `enc`."""
+    """The load's only user when it is a `ttg.local_alloc` of the load into `enc`, in the
+    load's block (the copy is issued where the buffer is made)."""
     users = load.results[0].users()
-    if len(users) != 1 or not isinstance(users[0], LocalAllocOp):
+    if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or \
+            users[0].parent is not load.parent:
         return None
     alloc = users[0]
     return alloc if alloc.results[0].type.encoding == enc else None

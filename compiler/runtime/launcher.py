@@ -477,7 +477,7 @@ def _public_function(module):
 def kernel_arg_kinds(module) -> list[str]:
     """Argument kinds of a module's public kernel, from its block arguments' types
     (pointers -> "ptr", i32 -> "i32", f32 -> "fp32", ...)."""
-    from compiler.codegen.lowering import TENSOR_MAP_KIND, is_tensor_map
+    from compiler.codegen.tma import TENSOR_MAP_KIND, is_tensor_map
     from compiler.dialects.tt import PointerType
     kinds = []
     for arg in _public_function(module).body.args:
