@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from compiler.codegen.backend import OptionError, checked_value
-from compiler.codegen.nvidia_options import DEFAULT_ARCH, NvidiaOptions
+from compiler.codegen.nvidia_options import DEFAULT_ARCH, NvidiaOptions, uses_tma
 from compiler.ir.core import Module
 from compiler.ir.printer import print_module_with_lines
 from compiler.metadata import KernelMetadata, MetadataError  # noqa: F401
@@ -133,11 +133,11 @@ class CompileOptions(NvidiaOptions):
 
     def frontend_options(self) -> dict:
         """What the front end reads: `debug`, the default of tl.dot's input_precision and
-        num_warps (`tl.extra.cuda.num_threads()`); the same keys the interpreter path hands
-        it."""
+        num_warps (`tl.extra.cuda.num_threads()`), whether host descriptors are copied by TMA;
+        the same keys the interpreter path hands it."""
         return {"debug": self.debug,
                 "default_dot_input_precision": self.default_dot_input_precision,
-                "num_warps": self.num_warps}
+                "num_warps": self.num_warps, "tma": uses_tma(self)}
 
 
 def _seconds_from_env(name: str, text: str) -> float | None:

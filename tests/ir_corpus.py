@@ -126,10 +126,34 @@ def language_kernel_ttir() -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
+def tma_kernel_ir() -> dict[str, str]:
+    """The descriptor matmul of tests/cpu/test_tma.py compiled with TMA for sm_90: its ttir
+    (`tt.descriptor_load/store`), its pipelined ttgir (the TMA ring and its mbarriers) and its
+    unpipelined ttgir (tma-lowering's in-place copies, barrier init/inval, the TMA store)."""
+    import numpy as np
+
+    from compiler.ir import print_module
+    from compiler.tools.tensor_descriptor import TensorDescriptor
+    from tests.cpu.mma_cases import compile_jit
+    from tests.cpu.test_tma import _desc_matmul
+
+    out = {}
+    arrays = [np.zeros((128, 128), np.float16) for _ in range(3)]
+    descs = [TensorDescriptor.from_tensor(x, [64, 64]) for x in arrays]
+    for stages in (1, 3):
+        compiled = compile_jit(_desc_matmul, [*descs, 128],
+                               {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64},
+                               {"num_warps": 4, "num_stages": stages}, None, stop_after="ttgir",
+                               target={"arch": 90, "tma": True})[0]
+        out[f"tma_matmul.s{stages}.ttir"] = print_module(compiled.ttir_module)
+        out[f"tma_matmul.s{stages}.ttgir"] = print_module(compiled.ttgir_module)
+    return out
+
+
 def corpus() -> dict[str, str]:
     """Every text above, by name; each parses and verifies."""
     return {**sample_kernel_ttir(), **sample_kernel_ttgir(), **language_kernel_ttir(),
-            **test_kernel_texts(), **reference_texts()}
+            **test_kernel_texts(), **tma_kernel_ir(), **reference_texts()}
 
 
 def verified_corpus() -> list[tuple[str, str]]:

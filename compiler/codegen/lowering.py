@@ -40,6 +40,7 @@ from .lowering_errors import LoweringError, op_site
 from .debuginfo import DebugInfo, op_lines, python_location
 from .indices import LayoutIndexer
 from .llvm_helpers import GLOBAL_PTR, I8, SHARED_PTR, llvm_type
+from .tma import TENSOR_MAP_KIND, is_tensor_map
 from .nvidia_options import DEFAULT_ARCH
 from .registry import lowering_for
 
@@ -251,7 +252,12 @@ class LoweringContext:
         return [self.get(v)[0] for v in block.terminator.operands]
 
 
-def _arg_kind(t) -> str:
+#: a CUtensorMap kernel parameter's LLVM type (byval: 128 bytes in the parameter space)
+TENSOR_MAP_PTR = ir.ArrayType(I8, 128).as_pointer()
+def _arg_kind(arg) -> str:
+    if is_tensor_map(arg):
+        return TENSOR_MAP_KIND
+    t = arg.type
     return str(t) if not isinstance(t, PointerType) else f"ptr<{t.pointee}>"
 
 
@@ -291,7 +297,8 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     module = ir.Module(name=ttgir_file)
     module.triple = TRIPLE
     module.data_layout = DATA_LAYOUT
-    arg_types = [GLOBAL_PTR if isinstance(a.type, PointerType) else llvm_type(a.type)
+    arg_types = [TENSOR_MAP_PTR if is_tensor_map(a) else
+                 GLOBAL_PTR if isinstance(a.type, PointerType) else llvm_type(a.type)
                  for a in func_op.body.args]
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), name=name)
     fn.calling_convention = "ptx_kernel"
@@ -313,6 +320,15 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
 
     annotations = module.add_named_metadata("nvvm.annotations")
     annotations.add(module.add_metadata([fn, "kernel", ir.IntType(32)(1)]))
+    maps = [i + 1 for i, a in enumerate(func_op.body.args) if is_tensor_map(a)]
+    for index in maps:
+        # a CUtensorMap: `.param .align 64 .b8 [128]`, read in place (grid_constant: LLVM
+        # takes its generic address with cvta.param instead of copying it to local memory)
+        fn.args[index - 1].attributes.add("byval")
+        fn.args[index - 1].attributes.align = 64
+    if maps:
+        annotations.add(module.add_metadata(
+            [fn, "grid_constant", module.add_metadata([ir.IntType(32)(i) for i in maps])]))
     # the launcher always uses exactly num_warps * 32 threads: `.reqntid`, as Triton's PTX has
     # (it implies the maximum; ptxas refuses .maxntid beside it)
     annotations.add(module.add_metadata([fn, "reqntidx", ir.IntType(32)(num_warps * 32)]))
@@ -334,7 +350,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
             op_python[lines[op]] = f"{flc.file}:{flc.line}:{flc.col}"
     return LoweredKernel(name=name, llvm_ir=llvm_text, num_warps=num_warps,
                          shared_bytes=ctx.shared_bytes, threads_per_warp=metadata.threads_per_warp,
-                         arg_kinds=[_arg_kind(a.type) for a in func_op.body.args],
+                         arg_kinds=[_arg_kind(a) for a in func_op.body.args],
                          ttgir=text, ttgir_file=ttgir_file, op_python=op_python,
                          llvm_module=module)
 

@@ -44,6 +44,9 @@ class NvidiaOptions(BackendOptions):
     warp_size: int = dataclasses.field(default=32, metadata={
         "check": lambda v: v == 32, "allowed": "32 (NVIDIA warps have 32 threads)"})
     line_info: bool = True
+    #: host tensor descriptors copied by TMA (cp.async.bulk.tensor with mbarriers) on sm_90+;
+    #: off by default until the H200 tier has checked it (descriptors then use pointer loads)
+    tma: bool = False
 
     @property
     def ptx_arch(self) -> str:
@@ -55,6 +58,12 @@ class NvidiaOptions(BackendOptions):
         """The NVPTX target features selecting the PTX `.version` (e.g. "+ptx80")."""
         version = DEFAULT_PTX_VERSION if self.ptx_version is None else self.ptx_version
         return f"+ptx{version}"
+
+
+def uses_tma(options) -> bool:
+    """Whether a compile with `options` (None: a stand-in kernel without options) copies host
+    tensor descriptors by TMA: the `tma` option on a target with TMA (sm_90 and later)."""
+    return bool(getattr(options, "tma", False)) and getattr(options, "arch", 0) >= 90
 
 
 def parse_arch(value: Any) -> int:

@@ -17,11 +17,21 @@ from compiler.ir.verifier import verify_module
 from compiler.passes.instrumentation import TraceInstrumentation
 from compiler.passes.llir import LLIRModule, LLIRTraceInstrumentation
 from compiler.codegen.lowering_errors import LoweringError
-from compiler.passes.manager import PassFailure, PassManager
+from compiler.passes.manager import DEFAULT_PIPELINES, PassFailure, PassManager
+from compiler.codegen.nvidia_options import uses_tma
 from compiler.passes.requirements import check_pipeline, check_stage_input, properties_of
 from compiler.watchdog import WatchdogInstrumentation
 from compiler.stage_state import (CompileState, KernelMetadata, override_text,
                                   record_stage_text)
+
+
+def default_pipeline(stage: str, options) -> str | None:
+    """The stage's default pipeline for `options` (None: the manager's own default): a compile
+    copying descriptors by TMA runs `tma-lowering` after the loop pipeliner (which copies the
+    descriptor loads it pipelines by TMA itself)."""
+    if stage == "ttgir" and uses_tma(options):
+        return DEFAULT_PIPELINES["ttgir"].replace(",pipeline,", ",pipeline,tma-lowering,")
+    return None
 
 
 def run_pipeline(state: CompileState, stage: str, module):
@@ -33,7 +43,8 @@ def run_pipeline(state: CompileState, stage: str, module):
     else:
         instrumentation = TraceInstrumentation(state.trace, snapshots=options.snapshots,
                                                verify_each=options.verify_each)
-    manager = PassManager(stage, options.pipelines.get(stage),
+    given = options.pipelines.get(stage)
+    manager = PassManager(stage, given if given is not None else default_pipeline(stage, options),
                           [instrumentation, WatchdogInstrumentation(state.watchdog)], options)
     if stage != "llir":              # an impossible order is refused before any pass runs
         check_pipeline(manager.passes, stage, given=properties_of(module))

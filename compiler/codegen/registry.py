@@ -27,5 +27,5 @@ def lowering_for(op_class: type[Operation]) -> Callable | None:
     """The lowering function of an op class, importing every lowering module first."""
     from . import (lower_async, lower_control, lower_convert, lower_dot,  # noqa: F401
                    lower_elementwise, lower_gather, lower_memory, lower_misc, lower_profile,
-                   lower_reduce, lower_shape, lower_wgmma)
+                   lower_reduce, lower_shape, lower_tma, lower_wgmma)
     return LOWERINGS.get(op_class)

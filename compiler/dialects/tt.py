@@ -11,7 +11,7 @@ from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
-                                Syntax, Terminator)
+                                Syntax, Terminator, TypedOperands)
 from compiler.ir.types import (FunctionType, IntegerType, TensorType, Type, like,
                                shape_of)
 from compiler.ir.traits import (CallLike, Elementwise, FunctionLike, HasCombineRegion, LayoutAnchor,
@@ -480,6 +480,35 @@ StoreOp = define_op("StoreOp", "tt.store", OperandTypes(lambda ts, a: None, num_
                     (MemoryWrite, SameOperandsAndResultLayout, LayoutBarrier), _verify_store,
                     ptr=operand(0), value=operand(1), mask=optional_operand(2))
 
+def _verify_descriptor_access(op, first_offset: int):
+    """A tensor map (`!tt.ptr<i8>` kernel argument), [the stored value], one i32 offset per dim
+    of the block."""
+    block = op.results[0].type if op.results else op.operands[1].type
+    if not isinstance(block, TensorType):
+        raise VerificationError(op, f"the block must be a tensor, got {block}")
+    offsets = op.operands[first_offset:]
+    if len(offsets) != len(block.shape) or any(str(v.type) != "i32" for v in offsets):
+        raise VerificationError(op, f"takes {len(block.shape)} i32 offsets, one per dim of "
+                                    f"{block}")
+    if not op.operands[0].type.is_ptr:
+        raise VerificationError(op, f"the tensor map must be a pointer, got "
+                                    f"{op.operands[0].type}")
+
+
+DescriptorLoadOp = define_op(
+    "DescriptorLoadOp", "tt.descriptor_load", TypedOperands(), (MemoryRead, LayoutAnchor),
+    lambda op: _verify_descriptor_access(op, 1), desc=operand(0),
+    doc="`tt.descriptor_load %map, %offsets...`: the block of a host tensor descriptor at "
+        "`offsets`, read through its CUtensorMap `%map` (by TMA: `tma-lowering`); elements "
+        "out of bounds read as the descriptor's padding.")
+
+DescriptorStoreOp = define_op(
+    "DescriptorStoreOp", "tt.descriptor_store", TypedOperands(), (MemoryWrite, LayoutBarrier),
+    lambda op: _verify_descriptor_access(op, 2), desc=operand(0), value=operand(1),
+    doc="`tt.descriptor_store %map, %value, %offsets...`: write a block of a host tensor "
+        "descriptor through its CUtensorMap; elements out of bounds are not written.")
+
+
 ATOMIC_RMW_KINDS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
 
 
@@ -738,6 +767,8 @@ ProfileExitOp.kind = 1
 
 # ---- operand, result and attribute declarations (checked before the verifiers above) --------
 set_counts([FuncOp], operands=0, results=0, regions=1)
+set_counts([DescriptorLoadOp], operands=(2, None), results=1)
+set_counts([DescriptorStoreOp], operands=(3, None), results=0)
 set_counts([ReturnOp, ReduceReturnOp, ScanReturnOp], operands=ANY, results=0)
 set_counts([CallOp], operands=ANY, results=ANY)
 set_counts([GetProgramIdOp, GetNumProgramsOp, MakeRangeOp], operands=0, results=1)

@@ -5,12 +5,19 @@ straight from a shared-memory buffer in a `#ttg.nvmma_shared` layout, with the a
 a `#ttg.nvidia_mma` version 3 layout. When `isAsync` is set the result is only valid after a
 `ttng.warp_group_dot_wait` that covers it: the wait passes its operands through, so every
 later use of the accumulator (and the end of the buffers' reads) is ordered after the wait.
+
+The TMA ops copy tensor-descriptor blocks between global and shared memory through a
+CUtensorMap (a 128-byte kernel parameter): `ttng.async_tma_copy_global_to_local` starts a copy
+that completes on an mbarrier (`ttng.init_barrier`, `ttng.barrier_expect` of the bytes to
+arrive, `ttng.wait_barrier` on a phase); `ttng.async_tma_copy_local_to_global` is a bulk-group
+store that `ttng.async_tma_store_wait` waits for, after `ttng.fence_async_shared` made the
+threads' shared writes visible to the async proxy.
 """
 from __future__ import annotations
 
 from compiler.ir.accessors import attr, operand
 from compiler.ir.parser import OpParts
-from compiler.ir.syntax import Syntax
+from compiler.ir.syntax import Syntax, TypedOperands
 from compiler.ir.traits import LayoutAnchor, LayoutBarrier, MemoryRead, MemoryWrite
 from compiler.dialects.ttg import MemDescType
 from compiler.ir.types import TensorType
@@ -90,3 +97,96 @@ WarpGroupDotWaitOp = define_op(
 
 set_counts([WarpGroupDotOp], operands=3, results=1)
 set_counts([WarpGroupDotWaitOp], operands=(1, None), results=(1, None))
+
+
+# ---- TMA and mbarriers ----------------------------------------------------------------------
+def _is_barrier(t) -> bool:
+    return isinstance(t, MemDescType) and tuple(t.shape) == (1,) and str(t.element) == "i64"
+
+
+def _verify_barrier_first(op, extra: tuple = ()):
+    """Operand 0 is a one-word mbarrier (`!ttg.memdesc<1xi64>`); then operands of `extra`
+    types (by name)."""
+    if not op.operands or not _is_barrier(op.operands[0].type):
+        raise VerificationError(op, "operand 0 must be an mbarrier !ttg.memdesc<1xi64>")
+    if [str(v.type) for v in op.operands[1:]] != list(extra):
+        raise VerificationError(op, f"after the barrier takes ({', '.join(extra)}), got "
+                                    f"({', '.join(str(v.type) for v in op.operands[1:])})")
+
+
+def _verify_tma_copy(op, with_barrier: bool):
+    """%map (a pointer), %buf (a shared memdesc of the block), [%bar, %pred i1], i32 coords."""
+    head = 4 if with_barrier else 2
+    if len(op.operands) < head + 1 or not op.operands[0].type.is_ptr:
+        raise VerificationError(op, "takes a tensor map, a buffer"
+                                + (", an mbarrier, a predicate" if with_barrier else "")
+                                + " and the coordinates")
+    buf = op.operands[1].type
+    if not isinstance(buf, MemDescType):
+        raise VerificationError(op, f"operand 1 must be a shared !ttg.memdesc, got {buf}")
+    if with_barrier and (not _is_barrier(op.operands[2].type) or
+                         str(op.operands[3].type) != "i1"):
+        raise VerificationError(op, "operands 2 and 3 must be an mbarrier and an i1 predicate")
+    coords = op.operands[head:]
+    if len(coords) != len(buf.shape) or any(str(v.type) != "i32" for v in coords):
+        raise VerificationError(op, f"takes {len(buf.shape)} i32 coordinates, one per dim of "
+                                    f"{buf}")
+
+
+InitBarrierOp = define_op(
+    "InitBarrierOp", "ttng.init_barrier", TypedOperands(), (MemoryWrite,),
+    _verify_barrier_first, barrier=operand(0), count=attr("count"),
+    doc="`ttng.init_barrier %bar {count}`: initialize an mbarrier expecting `count` arrivals "
+        "per phase (mbarrier.init, by one thread).")
+
+BarrierExpectOp = define_op(
+    "BarrierExpectOp", "ttng.barrier_expect", TypedOperands(), (MemoryWrite,),
+    lambda op: _verify_barrier_first(op, ("i1",)), barrier=operand(0), size=attr("size"),
+    doc="`ttng.barrier_expect %bar, %pred {size}`: arrive on the barrier announcing `size` "
+        "bytes of asynchronous copies to wait for (mbarrier.arrive.expect_tx, one thread).")
+
+WaitBarrierOp = define_op(
+    "WaitBarrierOp", "ttng.wait_barrier", TypedOperands(), (MemoryRead, MemoryWrite),
+    lambda op: _verify_barrier_first(op, ("i32",)), barrier=operand(0), phase=operand(1),
+    doc="`ttng.wait_barrier %bar, %phase`: wait until the barrier's phase `phase` (0 or 1) "
+        "has completed (mbarrier.try_wait.parity in a loop).")
+
+InvalBarrierOp = define_op(
+    "InvalBarrierOp", "ttng.inval_barrier", TypedOperands(), (MemoryWrite,),
+    _verify_barrier_first, barrier=operand(0),
+    doc="`ttng.inval_barrier %bar`: end the mbarrier's life (mbarrier.inval, one thread), so "
+        "its word may hold other data.")
+
+AsyncTMACopyGlobalToLocalOp = define_op(
+    "AsyncTMACopyGlobalToLocalOp", "ttng.async_tma_copy_global_to_local", TypedOperands(),
+    (MemoryRead, MemoryWrite), lambda op: _verify_tma_copy(op, True),
+    desc=operand(0), result=operand(1), barrier=operand(2), pred=operand(3),
+    doc="`ttng.async_tma_copy_global_to_local %map, %buf, %bar, %pred, %coords...`: start a "
+        "TMA copy of the block at `coords` into `buf` (cp.async.bulk.tensor, completing on "
+        "the mbarrier), issued by one thread when `pred`.")
+
+AsyncTMACopyLocalToGlobalOp = define_op(
+    "AsyncTMACopyLocalToGlobalOp", "ttng.async_tma_copy_local_to_global", TypedOperands(),
+    (MemoryRead, MemoryWrite), lambda op: _verify_tma_copy(op, False),
+    desc=operand(0), src=operand(1),
+    doc="`ttng.async_tma_copy_local_to_global %map, %buf, %coords...`: start a TMA store of "
+        "`buf` to the block at `coords` (cp.async.bulk.tensor ... bulk_group, one thread, "
+        "committed as one bulk group); out-of-bounds elements are not written.")
+
+TMAStoreWaitOp = define_op(
+    "TMAStoreWaitOp", "ttng.async_tma_store_wait", TypedOperands(), (MemoryRead, MemoryWrite),
+    None, pendings=attr("pendings"),
+    doc="`ttng.async_tma_store_wait {pendings}`: wait until at most `pendings` TMA store "
+        "groups still read shared memory (cp.async.bulk.wait_group.read).")
+
+FenceAsyncSharedOp = define_op(
+    "FenceAsyncSharedOp", "ttng.fence_async_shared", TypedOperands(), (MemoryRead, MemoryWrite),
+    None,
+    doc="`ttng.fence_async_shared`: order the threads' generic-proxy shared-memory accesses "
+        "before later async-proxy ones (fence.proxy.async.shared::cta).")
+
+set_counts([InitBarrierOp, InvalBarrierOp], operands=1, results=0)
+set_counts([BarrierExpectOp, WaitBarrierOp], operands=2, results=0)
+set_counts([AsyncTMACopyGlobalToLocalOp], operands=(5, None), results=0)
+set_counts([AsyncTMACopyLocalToGlobalOp], operands=(3, None), results=0)
+set_counts([TMAStoreWaitOp, FenceAsyncSharedOp], operands=0, results=0)

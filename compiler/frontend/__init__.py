@@ -22,7 +22,9 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     `options["default_dot_input_precision"]` is tl.dot's input_precision when a call gives none;
     `options["for_interpreter"]` (the interpreter's ttir) lifts the GPU's instruction limits
     (tl.dot's minimum K), which Triton's interpreter does not have either.
-    `options["num_warps"]` is what `tl.extra.cuda.num_threads()` counts from. `name` names the public kernel (default: the function's name).
+    `options["num_warps"]` is what `tl.extra.cuda.num_threads()` counts from; with
+    `options["tma"]` a host descriptor's loads and stores go through its CUtensorMap (an extra
+    kernel argument; `tt.descriptor_load` / `tt.descriptor_store`). `name` names the public kernel (default: the function's name).
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -40,7 +42,9 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
         mctx = ModuleContext(module, bool(debug),
                              options.get("default_dot_input_precision") or "tf32",
                              gpu_limits=not options.get("for_interpreter", False),
-                             num_warps=int(options.get("num_warps") or 4))
+                             num_warps=int(options.get("num_warps") or 4),
+                             tma=bool(options.get("tma")) and
+                             not options.get("for_interpreter", False))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

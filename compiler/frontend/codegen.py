@@ -16,6 +16,7 @@ import re
 import traceback
 import types
 
+from compiler.codegen.tma import TENSOR_MAP_ATTR, supports as tma_supports
 from compiler.dialects import scf, tt
 from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, int_attr
 from compiler.ir.core import Block, Region
@@ -105,8 +106,10 @@ class ModuleContext:
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
     def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
-                 gpu_limits: bool = True, num_warps: int = 4):
+                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False):
         self.module = module
+        #: host tensor descriptors copied by TMA (their kernels take a CUtensorMap each)
+        self.tma = tma
         self.debug = debug
         self.default_dot_input_precision = default_dot_input_precision
         #: False when the ttir is for the interpreter: no GPU instruction limits (tl.dot's K)
@@ -134,6 +137,18 @@ class CodeGenerator(ast.NodeVisitor):
         self.return_value = None
 
     # ---- locations and errors -------------------------------------------------------------
+    def _tensor_map_arg(self, block, pname: str, kind, loc):
+        """A host descriptor's CUtensorMap argument (`!tt.ptr<i8>` marked `tt.nv_tma_desc`,
+        after its fields) when the compile copies descriptors by TMA and TMA can copy its
+        blocks (`compiler.codegen.tma.supports`); None otherwise (the descriptor stays on pointers)."""
+        if not self.mctx.tma or not tma_supports(str(kind.element_ty), kind.block_shape):
+            return None
+        map_type = tl.pointer_type(tl.int8)
+        arg = block.add_argument(map_type.to_ir(), NameLoc(pname, loc))
+        arg.name_hint = f"{pname}_map"
+        arg.attributes = {TENSOR_MAP_ATTR: int_attr(1)}
+        return tensor(arg, map_type)
+
     def loc(self, node):
         """The node's location, named after the variable being assigned (if any)."""
         flc = self.src.location(node)
@@ -194,7 +209,8 @@ class CodeGenerator(ast.NodeVisitor):
                     arg.name_hint = f"{pname}_{i}"
                     arg.attributes = dict(arg_attrs.get(f"{pname}.{i}", {}))
                     fields.append(tensor(arg, field_type))
-                descriptors.append((pname, kind, fields))
+                descriptors.append((pname, kind, fields, self._tensor_map_arg(block, pname, kind,
+                                                                              func_loc)))
                 continue
             if isinstance(kind, tl.aggregate):      # a block pointer: one argument per field
                 fields = []
@@ -209,8 +225,8 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[pname] = tensor(arg, kind)
         self.builder.set_insertion_point_to_end(block)
         self.builder.loc = func_loc
-        for pname, kind, fields in descriptors:
-            self.scope[pname] = kind.build(self.sem, fields)
+        for pname, kind, fields, tensor_map in descriptors:
+            self.scope[pname] = kind.build(self.sem, fields, tensor_map)
         self.visit_body(fold_early_returns(tree.body))
         results = self._return_values(tree)
         with self.builder.location(self._return_loc(tree)):

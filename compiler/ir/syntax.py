@@ -26,6 +26,25 @@ def _operands_then_attrs(ps: Parser) -> tuple[list, dict]:
     return operands, ps.attr_dict()
 
 
+def _print_typed_operands(p, op) -> str:
+    """`name %a, %b {attrs} : Ta, Tb` (just `name {attrs}` without operands)."""
+    if not op.operands:
+        return op.name + p.attr_dict(op.attributes)
+    types = p.types(v.type for v in op.operands)
+    return f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : {types}"
+
+
+def _parse_typed_operands(ps: Parser) -> tuple[list, dict]:
+    """The operands and attributes of `_print_typed_operands`' form, types checked."""
+    operands, attrs = _operands_then_attrs(ps)
+    if operands:
+        ps.expect(":")
+        ps.skip_ws()
+        pos = ps.pos
+        ps.check_written_types(operands, ps.type_list(), pos)
+    return operands, attrs
+
+
 class SameType(Syntax):
     """`%a, %b {attrs} : T`: operands and (zero or one) result all of type T (arith.addi, math.exp)."""
 
@@ -159,18 +178,10 @@ class Terminator(Syntax):
     """`%a, %b : Ta, Tb` or nothing (tt.return, scf.yield, tt.reduce.return)."""
 
     def print(self, p, op, indent):
-        if not op.operands:
-            return op.name + p.attr_dict(op.attributes)
-        types = p.types(v.type for v in op.operands)
-        return f"{op.name} {p.values(op.operands)}{p.attr_dict(op.attributes)} : {types}"
+        return _print_typed_operands(p, op)
 
     def parse(self, ps, cls, num_results):
-        operands, attrs = _operands_then_attrs(ps)
-        if operands:
-            ps.expect(":")
-            ps.skip_ws()
-            pos = ps.pos
-            ps.check_written_types(operands, ps.type_list(), pos)
+        operands, attrs = _parse_typed_operands(ps)
         return OpParts(operands, [], attrs)
 
 
@@ -200,3 +211,22 @@ class EnumThenType(Syntax):
 def attribute_value(a: Attribute):
     """The plain Python value of a simple attribute."""
     return getattr(a, "value", a)
+
+
+class TypedOperands(Syntax):
+    """`%a, %b {attrs} : Ta, Tb` or `... : Ta, Tb -> R`: every operand's type written, then the
+    result's when there is one (the TMA and mbarrier ops, whose operands differ in kind)."""
+
+    def print(self, p, op, indent):
+        text = _print_typed_operands(p, op)
+        if op.results:
+            text += f" -> {p.types(r.type for r in op.results)}"
+        return text
+
+    def parse(self, ps, cls, num_results):
+        operands, attrs = _parse_typed_operands(ps)
+        results = []
+        if ps.at("->"):
+            ps.expect("->")
+            results = list(ps.type_list())
+        return OpParts(operands, results, attrs)

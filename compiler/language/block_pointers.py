@@ -10,18 +10,21 @@ through it builds the block of pointers base + sum_d (offset_d + arange(block_d)
 Triton's rewrite of tensor pointers does for targets without TMA. Loops carry its fields
 (see `CodeGenerator.loop_carried`), so `p = tl.advance(p, ...)` in a loop works.
 
-Tensor descriptors are lowered the same way, without TMA: a descriptor is a front-end value
-(`core.tensor_descriptor`: base, shape, strides as runtime scalars, block shape and padding
-static), made in the kernel by `tl.make_tensor_descriptor` or passed in as a host
+Tensor descriptors are lowered the same way by default, without TMA: a descriptor is a
+front-end value (`core.tensor_descriptor`: base, shape, strides as runtime scalars, block shape
+and padding static), made in the kernel by `tl.make_tensor_descriptor` or passed in as a host
 `TensorDescriptor` (a kernel parameter of type `core.tensor_descriptor_type`, which the launch
 expands into its fields); `desc.load(offsets)` is a load of the block of pointers masked on
 every dim (other = 0, or NaN), `desc.store` a masked store. Building the pointers in the front
 end, like block pointers, means every later pass (axis info, coalescing, the Hopper dot path,
-the pipeliner) sees ordinary pointer loads and needs nothing new; a TMA lowering would keep
-the descriptor as an IR value instead.
+the pipeliner) sees ordinary pointer loads and needs nothing new. A host descriptor of a kernel
+compiled with TMA (`tensor_map` set: its CUtensorMap argument) is read and written through
+`tt.descriptor_load` / `tt.descriptor_store` instead, which the pipeliner and `tma-lowering`
+turn into TMA copies.
 """
 from __future__ import annotations
 
+from compiler.dialects import tt
 from compiler.frontend.errors import SemanticError
 
 from . import core
@@ -213,9 +216,19 @@ def _window(_sem, desc, offsets) -> block_pointer:
                          desc.strides, offs, desc.block_shape, tuple(reversed(range(rank))))
 
 
+def _map_offsets(_sem, desc, offsets) -> list:
+    """The i32 offsets of an access through a descriptor's tensor map."""
+    _window(_sem, desc, offsets)        # the same checks (and errors) as the pointer path
+    return _scalars(_sem, offsets, core.int32, "offsets")
+
+
 @builtin
 def load_tensor_descriptor(_sem, desc, offsets) -> tensor:
     """The `block_shape` block at `offsets` (out-of-bounds elements padded)."""
+    if desc.tensor_map is not None:
+        offs = _map_offsets(_sem, desc, offsets)
+        return _sem._new(tt.DescriptorLoadOp, [desc.tensor_map] + offs,
+                         core.block_type(desc.dtype, list(desc.block_shape)))
     window = _window(_sem, desc, offsets)
     return load(_sem, window, None, None, tuple(range(len(desc.block_shape))), desc.padding)
 
@@ -223,5 +236,11 @@ def load_tensor_descriptor(_sem, desc, offsets) -> tensor:
 @builtin
 def store_tensor_descriptor(_sem, desc, offsets, value) -> None:
     """Store a `block_shape` block at `offsets` (out-of-bounds elements are not written)."""
+    if desc.tensor_map is not None:
+        offs = _map_offsets(_sem, desc, offsets)
+        block = core.block_type(desc.dtype, list(desc.block_shape))
+        value = _sem.cast(_sem.broadcast_to(_sem.to_tensor(value), block.shape), desc.dtype)
+        _sem._op(tt.DescriptorStoreOp, [desc.tensor_map, value] + offs, None)
+        return
     window = _window(_sem, desc, offsets)
     store(_sem, window, value, None, tuple(range(len(desc.block_shape))))

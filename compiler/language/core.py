@@ -457,12 +457,15 @@ class tensor_descriptor(aggregate):
     ATTRIBUTES = ("block_shape", "padding")
 
     def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
-                 padding: str = "zero"):
+                 padding: str = "zero", tensor_map: tensor | None = None):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
+        #: a host descriptor's CUtensorMap kernel argument when the kernel copies it by TMA
+        #: (the last field then, so that a @jit callee taking the descriptor gets it too)
+        self.tensor_map = tensor_map
 
     @property
     def dtype(self) -> dtype:
@@ -470,19 +473,22 @@ class tensor_descriptor(aggregate):
         return self.base.dtype.element_ty
 
     def fields(self) -> list:
-        """The base, shape and strides."""
-        return [self.base] + self.shape + self.strides
+        """The base, shape and strides (and the tensor map of a TMA descriptor)."""
+        tail = [] if self.tensor_map is None else [self.tensor_map]
+        return [self.base] + self.shape + self.strides + tail
 
     def with_fields(self, fields: list) -> "tensor_descriptor":
         """The same descriptor over new runtime values."""
         rank = len(self.block_shape)
+        tensor_map = fields[1 + 2 * rank] if self.tensor_map is not None else None
         return tensor_descriptor(fields[0], fields[1:1 + rank], fields[1 + rank:1 + 2 * rank],
-                                 self.block_shape, self.padding)
+                                 self.block_shape, self.padding, tensor_map)
 
     def same_structure(self, other) -> bool:
-        """Same block shape, padding and pointee."""
+        """Same block shape, padding, pointee and copy path (TMA or pointers)."""
         return isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape \
-            and other.padding == self.padding and other.base.type == self.base.type
+            and other.padding == self.padding and other.base.type == self.base.type \
+            and (other.tensor_map is None) == (self.tensor_map is None)
 
     def __repr__(self) -> str:
         return f"tensor_descriptor({self.dtype}, block_shape={list(self.block_shape)})"
@@ -532,12 +538,13 @@ class tensor_descriptor_type:
         rank = len(self.block_shape)
         return [pointer_type(self.element_ty)] + [int32] * rank + [int64] * (rank - 1)
 
-    def build(self, sem, args: list) -> tensor_descriptor:
-        """The descriptor over the kernel arguments `args` (see `argument_types`)."""
+    def build(self, sem, args: list, tensor_map: tensor | None = None) -> tensor_descriptor:
+        """The descriptor over the kernel arguments `args` (see `argument_types`), copied by TMA
+        through `tensor_map` when one is given."""
         rank = len(self.block_shape)
         strides = list(args[1 + rank:]) + [sem.constant(1, int64)]
         return tensor_descriptor(args[0], list(args[1:1 + rank]), strides, self.block_shape,
-                                 self.padding)
+                                 self.padding, tensor_map)
 
     def __repr__(self) -> str:
         padding = ",nan" if self.padding == "nan" else ""

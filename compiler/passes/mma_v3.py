@@ -13,6 +13,7 @@ registers as a `#ttg.dot_op` of the v3 parent. The dot is followed by a
 from __future__ import annotations
 
 from compiler.analysis.layout_propagation import order_of
+from compiler.codegen.tma import swizzle_bytes
 from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding, LocalAllocOp,
                                    NVMMASharedEncoding, NvidiaMmaEncoding)
@@ -79,14 +80,6 @@ def wgmma_kind(op: Operation) -> str | None:
     if kind == "tf32" and op.input_precision == "ieee":
         return None
     return kind
-
-
-def swizzle_bytes(row_bytes: int) -> int:
-    """The widest swizzle (128, 64, 32 bytes, else none) that a row of `row_bytes` fills."""
-    for width in (128, 64, 32):
-        if row_bytes >= width:
-            return width
-    return 0
 
 
 def computed_in_kernel(value: Value) -> bool:

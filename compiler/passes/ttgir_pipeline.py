@@ -18,7 +18,9 @@ from compiler.dialects.scf import ForOp
 from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
                                    BarrierOp, LocalAllocOp, LocalDeallocOp, LocalLoadOp,
                                    MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding)
-from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
+from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, BarrierExpectOp,
+                                    FenceAsyncSharedOp, InitBarrierOp, InvalBarrierOp,
+                                    WaitBarrierOp, WarpGroupDotOp, WarpGroupDotWaitOp)
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
 from compiler.dialects.ttg import MemDescType
@@ -27,6 +29,7 @@ from compiler.ir.types import TensorType, i1, i32
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
+from .ttgir_tma_lowering import BARRIER_TYPE, box_of
 from .wgmma_waits import relax_dot_waits
 
 
@@ -61,6 +64,11 @@ def _staged_loads(loop: ForOp, axis) -> list:
     instruction): the loads worth copying asynchronously."""
     pairs = []
     for op in loop.body.ops:
+        if isinstance(op, tt.DescriptorLoadOp):
+            alloc = tma_staged_alloc(op, loop)
+            if alloc is not None:
+                pairs.append((op, alloc))
+            continue
         if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
             continue
         users = op.results[0].users()
@@ -83,6 +91,23 @@ def _staged_loads(loop: ForOp, axis) -> list:
                            for r in readers):
             pairs.append((op, alloc))
     return pairs
+
+
+def tma_staged_alloc(load: Operation, loop: ForOp) -> Operation | None:
+    """The `ttg.local_alloc` a descriptor load of the loop body feeds when TMA can copy it
+    straight into that buffer (its layout is the TMA box's, `ttgir_tma_lowering.box_of`) and
+    only warp-group dots read it; None otherwise (tma-lowering then copies it in place)."""
+    users = load.results[0].users()
+    if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or \
+            users[0].parent is not loop.body:
+        return None
+    alloc = users[0]
+    if alloc.results[0].type.encoding != box_of(load.results[0].type)[1]:
+        return None
+    readers = alloc.results[0].users()
+    if not readers or not all(isinstance(r, WarpGroupDotOp) for r in readers):
+        return None
+    return alloc
 
 
 def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
@@ -138,16 +163,36 @@ class _Emitter:
         return new
 
 
+def _slot_view(emit: _Emitter, buffer: Value, slot: Value, loc=None) -> Value:
+    """`ttg.memdesc_index %buffer[%slot]`: one stage's buffer."""
+    t = buffer.type
+    view_type = MemDescType(tuple(t.shape[1:]), t.element, t.encoding, True)
+    return emit.op(MemDescIndexOp, [buffer, slot], [view_type], loc=loc).results[0]
+
+
 def _issue_stage(emit: _Emitter, loop: ForOp, ops: list, loads: list, buffers: dict,
-                 mapping: dict, iv: Value, slot: Value) -> None:
+                 mapping: dict, iv: Value, slot: Value, barriers: Value | None = None) -> None:
     """Clone the stage-0 `ops` under `mapping` (the iteration whose induction value is `iv`),
     turning each load into an asynchronous copy into slot `slot` of its buffer, masked off when
-    `iv` is past the loop's end; then commit the group."""
+    `iv` is past the loop's end; then commit the group. Descriptor loads become TMA copies
+    completing on the slot's mbarrier of `barriers`, announced by one expect of their bytes."""
     ub = loop.operands[1]
     in_range = emit.op(arith.CmpIOp, [iv, ub], [i1], {"predicate": StringAttr("slt")}).results[0]
+    tma_loads = [op for op in ops if isinstance(op, tt.DescriptorLoadOp) and op in buffers]
+    if tma_loads:
+        barrier = _slot_view(emit, barriers, slot, loop.loc)
+        size = sum(box_of(op.results[0].type)[0].box_bytes * box_of(op.results[0].type)[0].copies
+                   for op in tma_loads)
+        emit.op(BarrierExpectOp, [barrier, in_range], [], {"size": IntegerAttr(size, i32)})
     for op in ops:
         if op not in buffers:
             emit.clone(op, mapping)
+            continue
+        if isinstance(op, tt.DescriptorLoadOp):
+            view = _slot_view(emit, buffers[op], slot, op.loc)
+            coords = [mapping.get(c, c) for c in op.operands[1:]]
+            emit.op(AsyncTMACopyGlobalToLocalOp, [op.operands[0], view, barrier, in_range]
+                    + coords, [], loc=op.loc)
             continue
         ptr = mapping.get(op.operands[0], op.operands[0])
         t = ptr.type
@@ -161,7 +206,8 @@ def _issue_stage(emit: _Emitter, loop: ForOp, ops: list, loads: list, buffers: d
         view_type = MemDescType(t.shape, buffer.type.element, buffer.type.encoding, True)
         view = emit.op(MemDescIndexOp, [buffer, slot], [view_type], loc=op.loc).results[0]
         emit.op(AsyncCopyGlobalToLocalOp, [ptr, view, mask], [], loc=op.loc)
-    emit.op(AsyncCommitGroupOp, [], [], loc=loop.loc)
+    if len(tma_loads) < len([op for op in ops if op in buffers]):
+        emit.op(AsyncCommitGroupOp, [], [], loc=loop.loc)
 
 
 def _iv_ahead(emit: _Emitter, loop: ForOp, iterations: int) -> Value | None:
@@ -176,6 +222,33 @@ def _plus(emit: _Emitter, base: Value, offset: Value | None) -> Value:
     if offset is None:
         return base
     return emit.op(arith.BINARY_OPS["addi"], [base, offset], [i32]).results[0]
+
+
+def _stage_barriers(emit: _Emitter, stages: int, loc) -> Value:
+    """One mbarrier per stage (`!ttg.memdesc<stages x 1 x i64>`), initialized for one arrival
+    and visible to every thread and to the async proxy."""
+    buf_type = MemDescType((stages,) + tuple(BARRIER_TYPE.shape), BARRIER_TYPE.element,
+                           BARRIER_TYPE.encoding, True)
+    barriers = emit.op(LocalAllocOp, [], [buf_type], loc=loc).results[0]
+    for s in range(stages):
+        emit.op(InitBarrierOp, [_slot_view(emit, barriers, emit.const(s))], [],
+                {"count": IntegerAttr(1, i32)})
+    emit.op(FenceAsyncSharedOp, [], [])
+    emit.op(BarrierOp, [], [])
+    return barriers
+
+
+def _wait_stage_barrier(emit: _Emitter, loop: ForOp, barriers: Value, slot: Value,
+                        stages: int) -> None:
+    """Wait for the TMA copies of this iteration's slot: iteration i is the (i / stages)-th
+    use of slot i % stages, so it waits on phase (i / stages) & 1 of the slot's barrier."""
+    binary = arith.BINARY_OPS
+    lb, step = loop.operands[0], loop.operands[2]
+    moved = emit.op(binary["subi"], [loop.induction_var, lb], [i32]).results[0]
+    iteration = emit.op(binary["divsi"], [moved, step], [i32]).results[0]
+    use = emit.op(binary["divsi"], [iteration, emit.const(stages)], [i32]).results[0]
+    phase = emit.op(binary["andi"], [use, emit.const(1)], [i32]).results[0]
+    emit.op(WaitBarrierOp, [_slot_view(emit, barriers, slot), phase], [])
 
 
 def _wait_after(emit: _Emitter, loop: ForOp) -> None:
@@ -226,13 +299,17 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
         t = alloc.results[0].type
         buf_type = MemDescType((stages,) + tuple(t.shape), t.element, t.encoding, True)
         buffers[load] = before.op(LocalAllocOp, [], [buf_type], loc=alloc.loc).results[0]
+    tma_loads = [load for load in loads if isinstance(load, tt.DescriptorLoadOp)]
+    copies = len(loads) - len(tma_loads)        # cp.async ones
+    barriers = _stage_barriers(before, stages, loop.loc) if tma_loads else None
     lookahead = _iv_ahead(before, loop, stages - 1)
     current = {index: loop.init_args[index] for index in carried}
     for p in range(stages - 1):
         iv = _plus(before, loop.operands[0], _iv_ahead(before, loop, p))
         mapping = {loop.induction_var: iv}
         mapping.update({loop.iter_args[j]: current[j] for j in carried})
-        _issue_stage(before, loop, ordered, loads, buffers, mapping, iv, before.const(p))
+        _issue_stage(before, loop, ordered, loads, buffers, mapping, iv, before.const(p),
+                     barriers)
         current = {j: mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried}
     for j in carried:
         loop.set_operand(3 + j, current[j])
@@ -251,7 +328,10 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     extract_slot = body.add_argument(i32, new_loop.loc)
 
     top = _Emitter(body.ops[0])
-    top.op(AsyncWaitOp, [], [], {"num": IntegerAttr(stages - 2, i32)}, loc=new_loop.loc)
+    if copies:
+        top.op(AsyncWaitOp, [], [], {"num": IntegerAttr(stages - 2, i32)}, loc=new_loop.loc)
+    if tma_loads:
+        _wait_stage_barrier(top, new_loop, barriers, extract_slot, stages)
     for load, alloc in pairs:
         view = top.op(MemDescIndexOp, [buffers[load], extract_slot],
                       [MemDescType(alloc.results[0].type.shape, alloc.results[0].type.element,
@@ -268,9 +348,11 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
         issue.op(BarrierOp, [], [], loc=new_loop.loc)
     else:
         issue = top
+        if not copies:      # (async_wait's CTA barrier) every warp is done with the slot
+            issue.op(BarrierOp, [], [], loc=new_loop.loc)
     iv = _plus(issue, new_loop.induction_var, lookahead)
     mapping = {new_loop.induction_var: iv}
-    _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot)
+    _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot, barriers)
 
     end = _Emitter(yield_op)
     for j in carried:
@@ -287,12 +369,19 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
 
     after = new_loop.parent.ops[new_loop.parent.ops.index(new_loop) + 1]
     tail = _Emitter(after)
-    tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
+    if copies:
+        tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
     if released is not None:
         _wait_after(tail, new_loop)
+    if tma_loads:           # copies past the end were never issued: the barriers are idle
+        tail.op(BarrierOp, [], [], loc=new_loop.loc)
+        for s in range(stages):
+            tail.op(InvalBarrierOp, [_slot_view(tail, barriers, tail.const(s))], [])
+        tail.op(LocalDeallocOp, [barriers], [], loc=new_loop.loc)
     for buffer in buffers.values():
         tail.op(LocalDeallocOp, [buffer], [], loc=new_loop.loc)
-    ctx.record_pattern(f"scf.for -> {stages}-stage cp.async pipeline", op=new_loop)
+    kind = "TMA" if not copies else "cp.async" if not tma_loads else "cp.async + TMA"
+    ctx.record_pattern(f"scf.for -> {stages}-stage {kind} pipeline", op=new_loop)
     return True
 
 

@@ -16,7 +16,7 @@ from compiler.ir.core import Block, Module, Operation
 from compiler.ir.traits import Terminator
 from compiler.ir.types import FloatType, IntegerType, TensorType
 
-from .interp import control, elementwise, profile, tensor_ops  # noqa: F401  (register semantics)
+from .interp import control, elementwise, profile, tensor_ops, tma  # noqa: F401  (semantics)
 from .interp.arguments import bind_arguments
 from .interp.errors import InterpreterError, KernelAssertionError, NotVectorizable, OpError
 from .interp.memory import Memory

@@ -29,9 +29,11 @@ import textwrap
 from dataclasses import dataclass
 
 from compiler.codegen.backend import BackendOptions
+from compiler.codegen.nvidia_options import uses_tma
 from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel sources readable)
 from compiler.frontend.errors import CompilationError
 from compiler.runtime import recording as _recording
+from compiler.runtime import tensor_map
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
 from compiler.runtime.tensor_wrapper import (TensorWrapper, reinterpret,  # noqa: F401
                                             type_canonicalisation_dict)  # (Triton's names here)
@@ -43,7 +45,7 @@ from compiler.runtime.specialization import (
 
 #: Launch options a kernel call accepts as keywords (besides its parameters), in key order.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug",
-                  "arch")
+                  "arch", "tma")
 #: Launch options that choose how to launch, not what to compile (part of the key, never a
 #: compile option): `launch_cooperative_grid=True` launches with cuLaunchCooperativeKernel
 #: (every CTA resident at once). The interpreter runs programs one after another on the host,
@@ -164,7 +166,8 @@ class _GpuEntry:
         self.takes_addresses = self.launch is not None
         if self.launch is None:
             self.launch = loaded.launch
-        self.select = _selector(spec.runtime_params, spec.descriptor_params)
+        self.select = _selector(spec.runtime_params, spec.descriptor_params,
+                                uses_tma(getattr(kernel, "options", None)))
         self.spec = spec
         self.trace = getattr(kernel, "trace", None)
         self.num_warps = num_warps
@@ -201,11 +204,13 @@ class _InterpreterEntry:
         return self.select(bound)
 
 
-def _selector(positions: tuple, descriptors: tuple = ()):
+def _selector(positions: tuple, descriptors: tuple = (), tensor_maps: bool = False):
     """A fast function picking the runtime arguments out of all bound arguments; a tensor
-    descriptor among them (at a position in `descriptors`) becomes its kernel fields."""
+    descriptor among them (at a position in `descriptors`) becomes its kernel fields, followed
+    by its CUtensorMap when the kernel copies it by TMA (`tensor_maps`: compiled with TMA)."""
     if descriptors:
-        return functools.partial(_select_expanding, positions, frozenset(descriptors))
+        return functools.partial(_select_expanding, positions, frozenset(descriptors),
+                                 tensor_maps)
     if not positions:
         return lambda bound: ()
     if len(positions) == 1:
@@ -214,19 +219,24 @@ def _selector(positions: tuple, descriptors: tuple = ()):
     return operator.itemgetter(*positions)
 
 
-def _select_expanding(positions: tuple, descriptors: frozenset, bound: tuple) -> tuple:
+def _select_expanding(positions: tuple, descriptors: frozenset, tensor_maps: bool,
+                      bound: tuple) -> tuple:
     """The runtime arguments with each descriptor's kernel fields in its place: a host
     `TensorDescriptor` gives its `kernel_fields()`, a tuple (the fields a launch handler
-    already converted, `specialization._descriptor_launch`) is spliced in as it is."""
+    already converted, `specialization._descriptor_launch`) is spliced in as it is; then, for
+    a kernel compiled with TMA, the descriptor's tensor map (`tensor_map.of_descriptor`)."""
     out = []
     for index in positions:
         value = bound[index]
         if index not in descriptors:
             out.append(value)
-        elif isinstance(value, tuple):
-            out.extend(value)
-        else:
-            out.extend(value.kernel_fields())
+            continue
+        desc = getattr(value, "descriptor", None) if isinstance(value, tuple) else value
+        out.extend(value if isinstance(value, tuple) else value.kernel_fields())
+        if tensor_maps and desc is not None:
+            encoded = tensor_map.of_descriptor(desc)
+            if encoded is not None:
+                out.append(encoded)
     return tuple(out)
 
 

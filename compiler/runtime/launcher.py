@@ -2,7 +2,8 @@
 
 A `Launcher` is built once per compiled kernel from its signature, the list of argument kinds
 ("ptr" — or Triton's "*fp32" style —, "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
-"u64", "fp16", "bf16", "fp32", "fp64"). Building it lays the arguments out in one ctypes buffer
+"u64", "fp16", "bf16", "fp32", "fp64", and "tensormap": a host descriptor's 128-byte
+CUtensorMap, `compiler.runtime.tensor_map`). Building it lays the arguments out in one ctypes buffer
 with natural alignment, builds the `void*[]` that points at each slot, and generates a small
 launch function specialized to the signature, so that a launch is: convert each pointer argument
 to an address, `struct.pack_into` the buffer (which also range-checks every scalar), one
@@ -29,12 +30,15 @@ from . import driver
 ARG_FORMATS = {
     "ptr": "Q", "i1": "I", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
     "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "fp16": "e", "bf16": "H", "fp32": "f",
-    "fp64": "d",
+    "fp64": "d", "tensormap": "128s",
 }
+#: slot alignment per kind where it is not the slot's size (a CUtensorMap: 64 bytes)
+ARG_ALIGNMENT = {"tensormap": 64}
 # kind -> expression (on the argument's name) the fast path packs instead of the argument itself.
 # A pointer's getter is looked up by type inline (one call instead of two per pointer).
 _FAST_CONVERSIONS = {"ptr": "(pointer_getters.get(type({0})) or device_pointer)({0})",
-                     "i1": "bool({0})", "bf16": "bf16_bits({0})"}
+                     "i1": "bool({0})", "bf16": "bf16_bits({0})",
+                     "tensormap": "({0} if len({0}) == 128 else tensor_map_bytes({0}))"}
 ALIASES = {"pointer": "ptr", "f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1",
            "u1": "i1"}
 FLOAT_LIMITS = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38}
@@ -169,6 +173,12 @@ def bf16_bits(value) -> int:
 
 def _check_scalar(kind: str, value, name: str):
     """The value to pack for a scalar argument, or an `ArgumentError` saying what is wrong."""
+    if kind == "tensormap":
+        if not isinstance(value, bytes) or len(value) != 128:
+            raise ArgumentError(f"argument {name} (a CUtensorMap) must be 128 bytes "
+                                f"(compiler.runtime.tensor_map.encode), not "
+                                f"{type(value).__name__}")
+        return value
     if kind == "i1":
         try:
             return bool(value)
@@ -232,7 +242,8 @@ def layout_args(kinds: Sequence[str]) -> ArgLayout:
     for kind in kinds:
         item = ARG_FORMATS[kind]
         size = struct.calcsize("=" + item)
-        start = (position + size - 1) // size * size
+        align = ARG_ALIGNMENT.get(kind, size)
+        start = (position + align - 1) // align * align
         fmt += "x" * (start - position) + item
         offsets.append(start)
         position = start + size
@@ -314,6 +325,7 @@ class Launcher:
         namespace = {
             "pack_into": struct.Struct(self.layout.struct_format).pack_into,
             "buffer": self.buffer, "device_pointer": device_pointer, "bf16_bits": bf16_bits,
+            "tensor_map_bytes": lambda v: _check_scalar("tensormap", v, "(a CUtensorMap)"),
             "pointer_getters": _POINTER_GETTERS,
             "cu_launch": self._launch_fn, "function": self.function,
             "stream_handle": driver.stream_handle, "params_address": self.params_address,
@@ -503,9 +515,13 @@ def _public_function(module):
 def kernel_arg_kinds(module) -> list[str]:
     """Argument kinds of a module's public kernel, from its block arguments' types
     (pointers -> "ptr", i32 -> "i32", f32 -> "fp32", ...)."""
+    from compiler.codegen.tma import TENSOR_MAP_KIND, is_tensor_map
     from compiler.dialects.tt import PointerType
     kinds = []
     for arg in _public_function(module).body.args:
+        if is_tensor_map(arg):
+            kinds.append(TENSOR_MAP_KIND)
+            continue
         kinds.append("ptr" if isinstance(arg.type, PointerType) else normalize_kind(str(arg.type)))
     return kinds
 

@@ -239,11 +239,20 @@ def _descriptor_entry(desc):
     return entry + DESCRIPTOR_DIVISIBLE + ",".join(map(str, divisible)) if divisible else entry
 
 
+class DescriptorFields(tuple):
+    """A host descriptor's kernel fields as the launcher packs them (the base an address), with
+    the `descriptor` they came from (a kernel compiled with TMA also takes its tensor map)."""
+
+    descriptor = None
+
+
 def _descriptor_launch(desc):
     """A host `TensorDescriptor` at launch: its entry and its kernel fields, the base as the
     launcher packs it."""
     fields = desc.kernel_fields()
-    return _descriptor_entry(desc), (launch_value(fields[0]),) + fields[1:]
+    converted = DescriptorFields((launch_value(fields[0]),) + fields[1:])
+    converted.descriptor = desc
+    return _descriptor_entry(desc), converted
 
 
 def split_descriptor_entry(entry: str) -> tuple[str, list]:

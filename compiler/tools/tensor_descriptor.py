@@ -7,7 +7,8 @@ int64s; the last stride is the constant 1) and its signature type (`signature_ty
 `tensordesc<fp16[64, 64]>`, with `,nan` for NaN padding) puts the element type, block shape
 and padding in the specialization key, so changing `block_shape` (an autotune `pre_hook` does)
 compiles another kernel. Inside the kernel it is a `tl.tensor_descriptor`, lowered without TMA
-(see `compiler/language/block_pointers.py`).
+(see `compiler/language/block_pointers.py`) unless the kernel is compiled with `tma=True` on
+sm_90+: the launch then also passes its CUtensorMap (`compiler.runtime.tensor_map`).
 """
 from __future__ import annotations
 

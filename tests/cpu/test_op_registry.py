@@ -32,6 +32,8 @@ NOT_LOWERED = {
     "tt.reduce.return": "the reduce lowering inlines its combiner",
     "tt.scan.return": "the scan lowering inlines its combiner",
     "ub.poison": "only in Triton's .source stage, which is never lowered",
+    "tt.descriptor_load": "the pipeliner and tma-lowering turn it into TMA copies first",
+    "tt.descriptor_store": "tma-lowering turns it into a TMA store first",
 }
 
 _BLOCKED = ("#blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], "

@@ -13,12 +13,14 @@ from typing import Callable
 
 import numpy as np
 
+from compiler.codegen.tma import is_tensor_map
 from compiler.dialects.tt import PointerType
 from compiler.ir.types import FloatType, IntegerType, Type
 from compiler.runtime.tensor_wrapper import TensorWrapper
 
 from .errors import InterpreterError, OpError
 from .memory import Memory
+from .tma import bind_tensor_map
 from .values import coerce, storage_dtype
 
 
@@ -125,7 +127,9 @@ def bind_arguments(func, args: list, memory: Memory) -> tuple[list, list]:
     for i, (value, param, name) in enumerate(zip(args, params, names)):
         where = f"argument {i} '{name}' of @{func.sym_name}"
         try:
-            if isinstance(param.type, PointerType):
+            if is_tensor_map(param):
+                bound.append(bind_tensor_map(value, memory, name, host_array))
+            elif isinstance(param.type, PointerType):
                 bound.append(_bind_pointer(value, param.type, where, memory, name, writebacks))
             else:
                 bound.append(_bind_scalar(value, param.type, where))
