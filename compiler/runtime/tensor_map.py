@@ -84,8 +84,12 @@ def call_driver(args: EncodingArgs, cuda) -> bytes:
     bytes; a driver error raises TensorMapError naming the arguments."""
     err, tensor_map = cuda.cuTensorMapEncodeTiled(
         getattr(cuda.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
-        args.rank, args.address, list(args.global_dims), list(args.global_strides),
-        list(args.box_dims), list(args.element_strides),
+        args.rank, args.address,
+        # The bindings take these arrays only as their own fixed-width integer objects.
+        [cuda.cuuint64_t(d) for d in args.global_dims],
+        [cuda.cuuint64_t(s) for s in args.global_strides],
+        [cuda.cuuint32_t(b) for b in args.box_dims],
+        [cuda.cuuint32_t(e) for e in args.element_strides],
         getattr(cuda.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{args.interleave}"),
         getattr(cuda.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
         getattr(cuda.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{args.l2_promotion}"),

@@ -128,6 +128,14 @@ class _FakeDriver:
             setattr(self, enum, types.SimpleNamespace(**{
                 name: name for name in _ENUM_NAMES}))
 
+    @staticmethod
+    def cuuint32_t(value):
+        return ("u32", value)
+
+    @staticmethod
+    def cuuint64_t(value):
+        return ("u64", value)
+
     def cuTensorMapEncodeTiled(self, *args):
         self.calls.append(args)
         return 0, types.SimpleNamespace(opaque=list(range(16)))
@@ -144,8 +152,10 @@ def test_the_driver_call_gets_the_arguments_and_gives_128_bytes():
     encoded = tensor_map.call_driver(args, fake)
     assert len(encoded) == tensor_map.TENSOR_MAP_BYTES
     assert encoded[8:16] == (1).to_bytes(8, "little")
-    assert fake.calls == [("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2, 0x2000, [128, 256], [256],
-                           [64, 128], [1, 1], "CU_TENSOR_MAP_INTERLEAVE_NONE",
+    u32, u64 = fake.cuuint32_t, fake.cuuint64_t
+    assert fake.calls == [("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2, 0x2000, [u64(128), u64(256)],
+                           [u64(256)], [u32(64), u32(128)], [u32(1), u32(1)],
+                           "CU_TENSOR_MAP_INTERLEAVE_NONE",
                            "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
                            "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")]
 
@@ -254,6 +264,23 @@ def test_the_interpreter_still_runs_descriptor_kernels_with_the_option():
                          interpret=True)
     expected = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), expected, rtol=1e-2, atol=5e-2)
+
+
+def test_the_real_bindings_accept_the_argument_types():
+    """cuda.bindings takes the dim/stride/box arrays only as cuuint64_t/cuuint32_t objects: plain
+    ints raised TypeError inside the binding on the H200 (every TMA launch failed). Here the call
+    must get past the argument conversion: it then fails only for want of a driver (no GPU), or
+    succeeds where there is one."""
+    cuda = pytest.importorskip("cuda.bindings.driver")
+    args = tensor_map.encoding_args("fp16", 0x10000, (256, 128), (128, 1), (128, 64))
+    try:
+        encoded = tensor_map.call_driver(args, cuda)
+    except TypeError as error:
+        pytest.fail(f"the bindings refused the argument types: {error}")
+    except Exception as error:  # no driver library or no context on a CPU-only machine
+        assert "convert" not in str(error)
+    else:
+        assert len(encoded) == tensor_map.TENSOR_MAP_BYTES
 
 
 def test_every_enum_name_exists_in_cuda_bindings():
