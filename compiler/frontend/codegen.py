@@ -1009,6 +1009,19 @@ class CodeGenerator(ast.NodeVisitor):
             return list(result)
         return [] if isinstance(result, constexpr) and result.value is None else [result]
 
+    def _check_noinline_arguments(self, node, jitfn, arguments: dict) -> None:
+        """A `@jit(noinline=True)` function is a real call on the GPU, whose parameters have no
+        layout: Triton refuses block arguments there (the interpreter, which has no layouts,
+        takes them), and so do we."""
+        if not getattr(jitfn, "noinline", False) or not self.mctx.gpu_limits:
+            return
+        for pname, value in arguments.items():
+            if isinstance(value, tensor) and value.is_block():
+                raise self.error(node, f"{jitfn.fn.__name__} is marked noinline, but argument "
+                                       f"'{pname}' is a block ({value.type}); a noinline "
+                                       f"function takes scalars only (drop noinline=True to "
+                                       f"pass tensors)")
+
     def call_jit(self, node, jitfn, args, kwargs):
         """Specialize the callee for these argument types and constants and emit tt.call."""
         fn = jitfn.fn
@@ -1018,6 +1031,7 @@ class CodeGenerator(ast.NodeVisitor):
         except TypeError as exc:
             raise self.error(node, f"wrong arguments for {fn.__name__}: {exc}")
         bound.apply_defaults()
+        self._check_noinline_arguments(node, jitfn, bound.arguments)
         params, operands, key_parts = [], [], []
         for pname, value in bound.arguments.items():
             if isinstance(value, tensor):
