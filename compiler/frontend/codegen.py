@@ -17,7 +17,7 @@ import traceback
 import types
 
 from compiler.dialects import scf, tt
-from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, int_attr
+from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, int_attr
 from compiler.ir.core import Block, Region
 from compiler.ir.location import NameLoc
 from compiler.ir.types import FunctionType
@@ -530,6 +530,8 @@ class CodeGenerator(ast.NodeVisitor):
                           ("loop_unroll_factor", "tt.loop_unroll_factor")):
             if not _is_none(kwargs.get(key)):      # None (even as a constexpr): no hint
                 attrs[attr] = int_attr(cond_value(kwargs[key]))
+        if not _is_none(kwargs.get("flatten")) and cond_value(kwargs["flatten"]):
+            attrs["tt.flatten"] = UnitAttr()
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
                                  attrs, [Region([block])])

@@ -66,3 +66,46 @@ def test_bf16_scans_accumulate_in_fp32():
     ones = torch.full((1024,), 1.0078125, dtype=torch.bfloat16)       # 1 + 2**-7
     _cumsum_bf16[(1,)](ones, out, N=1024, PROD=True, interpret=True)
     assert abs(out[127] / 1.0078125 ** 128 - 1) < 1e-4
+
+
+@triton.jit
+def _flattened_nest(out, lo, n, m):
+    acc = tl.zeros((16,), dtype=tl.int32)
+    count = 0
+    for i in tl.range(lo, n, 2, flatten=True):
+        for j in tl.range(1, m, 3):
+            acc += tl.arange(0, 16) * i + j
+            count += 1
+    tl.store(out + tl.arange(0, 16), acc + count)
+
+
+def _expected_nest(lo, n, m):
+    pairs = [(i, j) for i in range(lo, n, 2) for j in range(1, m, 3)]
+    return sum(np.arange(16) * i + j for i, j in pairs) + len(pairs) if pairs else \
+        np.zeros(16, dtype=np.int64)
+
+
+@pytest.mark.parametrize("lo, n, m", [(3, 10, 8), (0, 5, 1), (4, 4, 9), (1, 6, 2)])
+def test_flatten_makes_one_loop_with_the_same_iterations(lo, n, m):
+    from compiler.runtime.interpreter import interpret
+    from compiler.ir import parse_module
+    compiled = _flattened_nest.warmup("*i32", "i32", "i32", "i32", grid=(1,))
+    assert "tt.flatten" in compiled.asm["ttir"]
+    ttgir = compiled.asm["ttgir"]
+    assert ttgir.count("scf.for") == 1 and "tt.flatten" not in ttgir
+    out = np.zeros(16, dtype=np.int32)
+    interpret(parse_module(ttgir), (1,), [out, lo, n, m])
+    np.testing.assert_array_equal(out, _expected_nest(lo, n, m))
+
+
+def test_an_imperfect_nest_is_left_alone():
+    @triton.jit
+    def imperfect(out, n):
+        acc = 0
+        for i in tl.range(0, n, flatten=True):
+            acc += i
+            for j in tl.range(0, n):
+                acc += j
+        tl.store(out, acc)
+    compiled = imperfect.warmup("*i32", "i32", grid=(1,))
+    assert compiled.asm["ttgir"].count("scf.for") == 2
