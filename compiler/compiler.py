@@ -145,14 +145,12 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
     .ttir/.ttgir file, or a parsed ttir/ttgir `Module` (ttgir when it has ttg.num-warps).
     Triton's spelling `compile(src, target=GPUTarget("cuda", 90, 32), options={...})` works too:
     a target (also as the second positional argument) sets the architecture. Without a target
-    or an `arch` option, the architecture is the active driver's current target, as in Triton:
-    the present GPU's compute capability, or sm_90 (what the interpreter simulates) without
-    one. A `CompileOptions` object is taken as it is."""
+    or an `arch` option, the architecture is TRITON_OVERRIDE_ARCH's / TILE_OVERRIDE_ARCH's,
+    else the active driver's current target, as in Triton: the present GPU's compute
+    capability, or sm_90 (what the interpreter simulates) without one. A `CompileOptions`
+    object is taken as it is."""
     if isinstance(options, GPUTarget):       # Triton's positional order: compile(src, target)
         options, target = None, options
-    if target is None and not isinstance(options, CompileOptions) and \
-            "arch" not in (options or {}):
-        target = current_target()
     if target is not None:
         options = _with_target(options, target)
     if isinstance(options, CompileOptions):
@@ -163,7 +161,7 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
         base = dict(options or {})
         if pipelines:
             base["pipelines"] = {**base.get("pipelines", {}), **pipelines}
-        opts = CompileOptions.from_env(base)
+        opts = CompileOptions.from_env(base, default_arch=lambda: int(current_target().arch))
     if isinstance(src, (str, Path)):
         kernel = _compile_uncached(*_state_from_file(Path(src), opts), stop_after)
     elif isinstance(src, Module):

@@ -65,8 +65,10 @@ class CompileOptions(NvidiaOptions):
         return tuple(f.name for f in fields(cls) if f.name not in backend)
 
     @classmethod
-    def from_env(cls, base: dict | None = None, environ=None) -> "CompileOptions":
-        """Options from keyword arguments, then the TILE_* variables (read here, at the edge).
+    def from_env(cls, base: dict | None = None, environ=None,
+                 default_arch=None) -> "CompileOptions":
+        """Options from keyword arguments, then the TILE_* variables (read here, at the edge),
+        then `default_arch()` (the present GPU's) for an `arch` neither of them gives.
         The backend parses and checks its options; unknown names and bad values raise
         `OptionError` (a `ValueError`) naming the option and what is allowed."""
         environ = os.environ if environ is None else environ
@@ -85,6 +87,8 @@ class CompileOptions(NvidiaOptions):
         override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
         if override_arch and values.get("arch") is None:
             values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it
+        if values.get("arch") is None and default_arch is not None:
+            values["arch"] = default_arch()
         if "TILE_STAGE_TIMEOUT" in environ and "stage_timeout_s" not in values:
             values["stage_timeout_s"] = _seconds_from_env("TILE_STAGE_TIMEOUT",
                                                           environ["TILE_STAGE_TIMEOUT"])

@@ -15,9 +15,13 @@ from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMm
 
 #: Registers (elements, duplicates included) one thread may hold for one tensor: far above any
 #: real kernel (Triton spills long before), low enough that a typo cannot compile for minutes.
-#: A thread may also not hold more than four copies' worth of the whole tensor (a sizePerThread
-#: far beyond the shape only duplicates elements, and makes LLVM's optimizer crawl).
+#: A thread may also not hold more than MAX_COPIES copies' worth of the whole tensor (a
+#: sizePerThread far beyond the shape only duplicates elements, and makes LLVM's optimizer
+#: crawl). Sixteen is the widest vector (128 bits of 1-byte elements) the coalesce pass gives a
+#: layout, which a size-1 dim of the same layout repeats: `arange(0, 32)[:, None, None]` in a
+#: [1, 1, 8] blocked layout (a 3-D uint16 store) holds 8 copies of each element, as in Triton.
 MAX_REGISTERS_PER_THREAD = 1 << 14
+MAX_COPIES = 16
 #: mma versions the lowering knows (v2: mma.sync, v3: wgmma).
 MMA_VERSIONS = (2, 3)
 
@@ -47,8 +51,17 @@ def _warps_problem(warps_per_cta, num_warps: int) -> str:
             f"warps but the kernel has {num_warps} (ttg.num-warps)")
 
 
+def _register_problem(registers: int, shape: tuple, size_per_thread) -> str | None:
+    """The register limit above, for a thread holding `registers` of a `shape` tensor."""
+    numel = _product(shape)
+    if registers > MAX_REGISTERS_PER_THREAD or registers > max(64, MAX_COPIES * numel):
+        return (f"each thread would hold {registers} registers of this {numel}-element tensor; "
+                f"sizePerThread = {list(size_per_thread)} is far too large for its shape")
+    return None
+
+
 def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
-                     threads_per_warp: int, sliced: frozenset = frozenset()) -> str | None:
+                     threads_per_warp: int, count_registers: bool = True) -> str | None:
     rank = len(shape)
     for name, values in (("sizePerThread", layout.size_per_thread),
                          ("threadsPerWarp", layout.threads_per_warp),
@@ -63,16 +76,12 @@ def _blocked_problem(layout: BlockedEncoding, shape: tuple, num_warps: int,
                 f"{_product(layout.threads_per_warp)} lanes per warp, not {threads_per_warp}")
     if _product(layout.warps_per_cta) != num_warps:
         return _warps_problem(layout.warps_per_cta, num_warps)
+    if not count_registers:
+        return None
     tile = layout.shape_per_cta_tile()
-    # the dims slices of this layout remove hold no registers of the sliced tensor
-    registers = _product(v for d, v in enumerate(layout.size_per_thread) if d not in sliced) * \
-        _product(max(1, s // t) for s, t in zip(shape, tile))
-    numel = _product(shape)
-    if registers > MAX_REGISTERS_PER_THREAD or registers > max(64, 4 * numel):
-        return (f"each thread would hold {registers} registers of this {numel}-element tensor; "
-                f"sizePerThread = {list(layout.size_per_thread)} is far too large for its "
-                f"shape")
-    return None
+    registers = _product(layout.size_per_thread) * _product(
+        max(1, s // t) for s, t in zip(shape, tile))
+    return _register_problem(registers, shape, layout.size_per_thread)
 
 
 def shared_layout_problem(layout, shape: tuple) -> str | None:
@@ -90,24 +99,35 @@ def shared_layout_problem(layout, shape: tuple) -> str | None:
     return None
 
 
+def _slice_root(layout):
+    while isinstance(layout, SliceEncoding):
+        layout = layout.parent
+    return layout
+
+
 def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int = 32,
-                   sliced: frozenset = frozenset()) -> str | None:
+                   count_registers: bool = True) -> str | None:
     """Why a tensor of `shape` in `layout` cannot be lowered (one sentence), or None when the
     lowering's assumptions hold. Encodings this module does not know are left to the lowering.
-    `sliced`: the dims of `shape` that slices of this layout remove (size 1 here)."""
+    A slice's registers are counted on the slice itself (once its parents' fields are known
+    good): the parent's sizePerThread along a sliced-away dim only repeats the same element."""
     shape = tuple(shape)
     bad = [d for d in shape if not _power_of_two(d)]
     if bad:
         return f"the tensor's shape {list(shape)} has a dim of {bad[0]}, not a power of two"
     if isinstance(layout, BlockedEncoding):
-        return _blocked_problem(layout, shape, num_warps, threads_per_warp, sliced)
+        return _blocked_problem(layout, shape, num_warps, threads_per_warp, count_registers)
     if isinstance(layout, SliceEncoding):
         if not (isinstance(layout.dim, int) and 0 <= layout.dim <= len(shape)):
             return f"slice dim = {layout.dim} is not a dim of its rank-{len(shape) + 1} parent"
         parent_shape = shape[:layout.dim] + (1,) + shape[layout.dim:]
-        in_parent = frozenset(d if d < layout.dim else d + 1 for d in sliced) | {layout.dim}
-        return layout_problem(layout.parent, parent_shape, num_warps, threads_per_warp,
-                              in_parent)
+        problem = layout_problem(layout.parent, parent_shape, num_warps, threads_per_warp,
+                                 count_registers=False)
+        if problem or not count_registers or not isinstance(_slice_root(layout), BlockedEncoding):
+            return problem
+        from compiler.analysis.layouts import elements_per_thread
+        return _register_problem(elements_per_thread(layout, shape), shape,
+                                 _slice_root(layout).size_per_thread)
     if isinstance(layout, DotOperandEncoding):
         if layout.op_idx not in (0, 1):
             return f"dot operand opIdx = {layout.op_idx} must be 0 (A) or 1 (B)"

@@ -1,7 +1,8 @@
 """Lowering of elementwise ops (arith, math, a few tt ops): one LLVM instruction (or intrinsic)
 per register. Fast fp32 math follows Triton's defaults: exp/log through ex2.approx/lg2.approx
 with the multiply by log2(e) / ln(2), exp2 as ex2.approx.ftz, `/` as div.full.f32, sqrt as
-sqrt.approx.ftz.f32."""
+sqrt.approx.ftz.f32. Double precision: IEEE sqrt and division in LLVM, the transcendental
+functions from libdevice (`__nv_exp`, ...), as Triton."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -13,6 +14,7 @@ from compiler.ir.attributes import DenseAttr
 from compiler.ir.types import TensorType
 
 from .fp8_convert import convert_fp8, float_kind, is_fp8
+from .libdevice import PREFIX as LIBDEVICE_PREFIX, find_libdevice
 from .llvm_helpers import CONTRACT, F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
 from .registry import lowers
@@ -146,8 +148,8 @@ def lower_absi(ctx, op):
 
 
 # ---- float -------------------------------------------------------------------------------------
-def _via_f32(emit32, emit64=None):
-    """Compute a float function in f32 for f16/bf16 operands; f64 needs its own `emit64`."""
+def _via_f32(emit32, emit64):
+    """Compute a float function in f32 for f16/bf16 operands; f64 with `emit64`."""
     def emit(b, *xs):
         ty = xs[0].type
         if ty == F32:
@@ -155,19 +157,26 @@ def _via_f32(emit32, emit64=None):
         if type_bits(ty) == 16:
             wide = [b.fpext(x, F32) for x in xs]
             return b.fptrunc(emit32(b, *wide), ty)
-        if emit64 is not None:
+        if isinstance(ty, ir.DoubleType):
             return emit64(b, *xs)
-        raise LoweringError(f"this math function supports f16, bf16 and f32, not {ty} "
-                            f"(there is no libdevice here for double precision)")
+        raise LoweringError(f"this math function supports f16, bf16, f32 and f64, not {ty}")
+    return emit
+
+
+def _libdevice(name: str):
+    """A call to libdevice's double-precision `__nv_<name>` (declared here; the bitcode is
+    linked in before LLVM's optimizer, see codegen/libdevice.py), as Triton lowers f64 math."""
+    def emit(b, *xs):
+        if find_libdevice() is None:
+            raise LoweringError(f"double-precision {name} needs CUDA's libdevice and "
+                                f"libdevice.10.bc was not found: install the nvidia-nvvm wheel "
+                                f"(a dependency of nvidia-cuda-nvcc)")
+        return call_intrinsic(b, f"{LIBDEVICE_PREFIX}{name}", xs[0].type, list(xs))
     return emit
 
 
 def _sqrt64(b, x):
     return call_intrinsic(b, "llvm.sqrt.f64", x.type, [x])
-
-
-def _rsqrt64(b, x):
-    return b.fdiv(ir.Constant(x.type, 1.0), _sqrt64(b, x))
 
 
 def _intrinsic_f(name):
@@ -258,19 +267,19 @@ FLOAT_BINARY = {
 }
 
 MATH_UNARY = {
-    "exp": _via_f32(_exp32),
-    "exp2": _via_f32(_ex2_ftz),
-    "log": _via_f32(_log32),
-    "log2": _via_f32(_lg2),
+    "exp": _via_f32(_exp32, _libdevice("exp")),
+    "exp2": _via_f32(_ex2_ftz, _libdevice("exp2")),
+    "log": _via_f32(_log32, _libdevice("log")),
+    "log2": _via_f32(_lg2, _libdevice("log2")),
     "sqrt": _via_f32(_intrinsic_f("llvm.nvvm.sqrt.approx.ftz.f"), _sqrt64),
-    "rsqrt": _via_f32(_intrinsic_f("llvm.nvvm.rsqrt.approx.ftz.f"), _rsqrt64),
-    "sin": _via_f32(_intrinsic_f("llvm.nvvm.sin.approx.f")),
-    "cos": _via_f32(_intrinsic_f("llvm.nvvm.cos.approx.f")),
-    "tanh": _via_f32(_tanh32),
-    "expm1": _via_f32(_expm1_32),
-    "log1p": _via_f32(_log1p32),
-    "tan": _via_f32(_tan32),
-    "erf": _via_f32(_erf32),
+    "rsqrt": _via_f32(_intrinsic_f("llvm.nvvm.rsqrt.approx.ftz.f"), _libdevice("rsqrt")),
+    "sin": _via_f32(_intrinsic_f("llvm.nvvm.sin.approx.f"), _libdevice("sin")),
+    "cos": _via_f32(_intrinsic_f("llvm.nvvm.cos.approx.f"), _libdevice("cos")),
+    "tanh": _via_f32(_tanh32, _libdevice("tanh")),
+    "expm1": _via_f32(_expm1_32, _libdevice("expm1")),
+    "log1p": _via_f32(_log1p32, _libdevice("log1p")),
+    "tan": _via_f32(_tan32, _libdevice("tan")),
+    "erf": _via_f32(_erf32, _libdevice("erf")),
     "absf": _llvm_math("fabs"),
     "floor": _llvm_math("floor"),
     "ceil": _llvm_math("ceil"),

@@ -18,7 +18,7 @@ import types
 
 from compiler.codegen.tma import TENSOR_MAP_ATTR, supports as tma_supports
 from compiler.dialects import scf, tt
-from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, int_attr
+from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, int_attr
 from compiler.ir.core import Block, Region
 from compiler.ir.location import NameLoc
 from compiler.ir.types import FunctionType
@@ -547,6 +547,8 @@ class CodeGenerator(ast.NodeVisitor):
                           ("loop_unroll_factor", "tt.loop_unroll_factor")):
             if not _is_none(kwargs.get(key)):      # None (even as a constexpr): no hint
                 attrs[attr] = int_attr(cond_value(kwargs[key]))
+        if not _is_none(kwargs.get("flatten")) and cond_value(kwargs["flatten"]):
+            attrs["tt.flatten"] = UnitAttr()
         op = self.builder.create(scf.ForOp, [b.handle for b in bounds] +
                                  [v.handle for v in inits], [v.handle.type for v in inits],
                                  attrs, [Region([block])])
@@ -1026,6 +1028,19 @@ class CodeGenerator(ast.NodeVisitor):
             return list(result)
         return [] if isinstance(result, constexpr) and result.value is None else [result]
 
+    def _check_noinline_arguments(self, node, jitfn, arguments: dict) -> None:
+        """A `@jit(noinline=True)` function is a real call on the GPU, whose parameters have no
+        layout: Triton refuses block arguments there (the interpreter, which has no layouts,
+        takes them), and so do we."""
+        if not getattr(jitfn, "noinline", False) or not self.mctx.gpu_limits:
+            return
+        for pname, value in arguments.items():
+            if isinstance(value, tensor) and value.is_block():
+                raise self.error(node, f"{jitfn.fn.__name__} is marked noinline, but argument "
+                                       f"'{pname}' is a block ({value.type}); a noinline "
+                                       f"function takes scalars only (drop noinline=True to "
+                                       f"pass tensors)")
+
     def call_jit(self, node, jitfn, args, kwargs):
         """Specialize the callee for these argument types and constants and emit tt.call."""
         fn = jitfn.fn
@@ -1035,6 +1050,7 @@ class CodeGenerator(ast.NodeVisitor):
         except TypeError as exc:
             raise self.error(node, f"wrong arguments for {fn.__name__}: {exc}")
         bound.apply_defaults()
+        self._check_noinline_arguments(node, jitfn, bound.arguments)
         params, operands, key_parts = [], [], []
         for pname, value in bound.arguments.items():
             if isinstance(value, tensor):

@@ -700,7 +700,8 @@ class Semantic:
                 if is_python_number(other):
                     other = self.constant(_value(other), elt, ptr.shape)
                 else:
-                    other = self.cast(self.broadcast_to(self.to_tensor(other), ptr.shape), elt)
+                    other = self.cast(self.to_pointer_shape(self.to_tensor(other), ptr,
+                                                            "other"), elt)
                 operands.append(other)
         elif other is not None:
             raise SemanticError("tl.load got `other` without `mask`; `other` fills masked-off "
@@ -712,7 +713,7 @@ class Semantic:
         if not ptr.is_block() and mask.is_block():
             raise SemanticError("the mask is a tensor but the pointer is a scalar; make the "
                                 "pointer a block first")
-        mask = self.broadcast_to(mask, ptr.shape)
+        mask = self.to_pointer_shape(mask, ptr, "mask")
         if not mask.dtype.is_bool():
             mask = self.cast(mask, tl.int1)
         return mask
@@ -727,7 +728,18 @@ class Semantic:
         if value.is_block() and not ptr.is_block():
             raise SemanticError(f"cannot use a block of shape {list(value.shape)} with a scalar "
                                 "pointer")
-        return self.cast(self.broadcast_to(value, ptr.shape), elt)
+        return self.cast(self.to_pointer_shape(value, ptr, "value"), elt)
+
+    def to_pointer_shape(self, t: tensor, ptr: tensor, what: str) -> tensor:
+        """`t` (a value, `other` or mask of a memory op) broadcast to the pointer's shape. A
+        block must already have the pointer's rank: as in Triton, no leading dims are added
+        (a [1, 32] value stored through a [32, 32, 32] pointer is an error, not 32 copies)."""
+        if t.is_block() and ptr.is_block() and len(t.shape) != len(ptr.shape):
+            raise SemanticError(f"cannot broadcast the {what} of shape {list(t.shape)} to the "
+                                f"pointer's shape {list(ptr.shape)}: the ranks differ "
+                                f"({len(t.shape)} vs {len(ptr.shape)}); give it the pointer's "
+                                f"rank (expand_dims or reshape)")
+        return self.broadcast_to(t, ptr.shape)
 
     def store(self, ptr, value, mask=None, cache_modifier=None, eviction_policy=None) -> None:
         """`tt.store`: the value is broadcast to the pointer's shape and cast to its pointee;

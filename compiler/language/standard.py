@@ -613,10 +613,16 @@ def argmin(_sem, input, axis, tie_break_left=True, keep_dims=False) -> tensor:
                        "lt")[1]
 
 
+def _promote_bf16(_sem, x: tensor) -> tensor:
+    """`x` in fp32 when it is bf16 (a long bf16 scan would round at every step)."""
+    return _sem.cast(x, core.float32) if x.dtype.is_bf16() else x
+
+
 @builtin
 def cumsum(_sem, input, axis=0, reverse=False, dtype=None) -> tensor:
-    """Inclusive prefix sum along `axis`."""
-    x = _sem.to_tensor(input)
+    """Inclusive prefix sum along `axis`; bf16 accumulates in fp32 (and the result is fp32),
+    integers narrower than 32 bits in (u)int32, as in Triton."""
+    x = _promote_bf16(_sem, _sem.to_tensor(input))
     dt = None if dtype is None else _dtype(dtype)
     if dt is None and x.dtype.is_int() and x.dtype.int_bitwidth < 32:
         dt = core.uint32 if x.dtype.is_int_unsigned() else core.int32
@@ -628,8 +634,9 @@ def cumsum(_sem, input, axis=0, reverse=False, dtype=None) -> tensor:
 
 @builtin
 def cumprod(_sem, input, axis=0, reverse=False) -> tensor:
-    """Inclusive prefix product along `axis`."""
-    x = _sem.to_tensor(input)
+    """Inclusive prefix product along `axis`; bf16 multiplies in fp32 (an fp32 result), as in
+    Triton."""
+    x = _promote_bf16(_sem, _sem.to_tensor(input))
     return _sem.scan([x], _axis(axis) or 0, lambda a: [_sem.mul(a[0], a[1])],
                     _const(reverse, "reverse"))[0]
 

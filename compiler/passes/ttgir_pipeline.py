@@ -30,6 +30,7 @@ from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
 from .ttgir_tma_lowering import BARRIER_TYPE, box_of
+from .loop_flatten import flatten_loop_nests
 from .wgmma_waits import relax_dot_waits
 
 
@@ -391,7 +392,8 @@ class Pipeline(Pass):
     staged in shared memory: the loads become cp.async copies into a num_stages-deep shared
     buffer issued num_stages-1 iterations ahead, so memory traffic overlaps the math (Triton's
     sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides the option, which defaults to
-    the compile option num_stages; 1 leaves loops alone."""
+    the compile option num_stages; 1 leaves loops alone. Loop nests marked `tt.flatten`
+    (`tl.range(flatten=True)`) are first made one loop (passes/loop_flatten.py)."""
 
     name = "pipeline"
     stage = "ttgir"
@@ -405,6 +407,7 @@ class Pipeline(Pass):
     def run(self, module: Module, ctx: PassContext) -> None:
         default = self.options["num-stages"]
         for func in module.functions():
+            flatten_loop_nests(func, ctx)
             loops = [op for op in func.walk() if isinstance(op, ForOp)]
             if not loops:
                 continue

@@ -114,6 +114,21 @@ def test_override_arch_environment_variable_is_read_when_compiling(monkeypatch):
     assert triton.knobs.runtime.override_arch == "sm86"
 
 
+def test_override_arch_wins_over_the_present_gpu_in_a_launch(monkeypatch):
+    """The compile driver's default (the current target, sm_90 here) must not hide the
+    variable: Triton reads it before the target's own arch."""
+    @triton.jit
+    def fresh(data, out):
+        offsets = tl.arange(0, 128)
+        tl.store(out + offsets, tl.load(data + offsets) + 1.0)
+    monkeypatch.setenv("TRITON_OVERRIDE_ARCH", "sm80")
+    compiled = fresh.warmup("*fp32", "*fp32", grid=(1,))
+    assert 'ttg.target = "cuda:80"' in compiled.asm["ttgir"]
+    monkeypatch.delenv("TRITON_OVERRIDE_ARCH")
+    assert 'ttg.target = "cuda:90"' in fresh.warmup("*fp32", "*fp32", grid=(1,), num_warps=2
+                                                    ).asm["ttgir"]
+
+
 @needs_ptxas
 def test_an_arch_this_ptxas_cannot_assemble_leaves_the_ptx_for_the_driver():
     compiled = _scale_kernel.warmup("*fp32", "*fp32", grid=(1,), arch="sm70")

@@ -203,6 +203,21 @@ def k_int_div_signedness(X, n):
     tl.store(X, y)
 
 
+@jit
+def k_store_rank(X, n):
+    rows = tl.arange(0, 16)
+    ptrs = X + rows[:, None] * 16 + rows[None, :]
+    tl.store(ptrs, rows[None, :][None, :])  # ERR
+
+
+@jit
+def k_mask_rank(X, n):
+    rows = tl.arange(0, 16)
+    ptrs = X + rows[:, None] * 16 + rows[None, :]
+    v = tl.load(ptrs, mask=rows < n)  # ERR
+    tl.store(ptrs, v)
+
+
 SIG = {"X": "*i32", "n": "i32"}
 CASES = [
     # (kernel, signature, constexprs, caret text on the # ERR line, message fragment)
@@ -238,6 +253,10 @@ CASES = [
     (k_dot_dtypes, {"A": "*fp16", "B": "*fp32"}, {}, "tl.dot",
      "tl.dot's operands must have the same dtype, got fp16 and fp32"),
     (k_load_args, SIG, {}, "tl.load", "wrong arguments for tl.load"),
+    (k_store_rank, SIG, {}, "tl.store", "cannot broadcast the value of shape [1, 1, 16] to the "
+                                        "pointer's shape [16, 16]: the ranks differ"),
+    (k_mask_rank, SIG, {}, "tl.load", "cannot broadcast the mask of shape [16] to the pointer's "
+                                      "shape [16, 16]: the ranks differ"),
     (k_int_div_signedness, SIG, {}, "u // n",
      "Cannot use /, // or % with uint32 and int32 because they have different signedness"),
 ]

@@ -120,21 +120,24 @@ def test_assert_needs_an_i1_condition():
 BLOCKED = ("#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
            "order = [0, 1]}>")
 
+#: `%off`, the row-major offsets of a 32x16 tile in the layout `#b` (for kernels written here)
+TILE_OFFSETS = """    %r = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32, #ttg.slice<{dim = 1, parent = #b}>>
+    %r2 = tt.expand_dims %r {axis = 1 : i32} : tensor<32xi32, #ttg.slice<{dim = 1, parent = #b}>> -> tensor<32x1xi32, #b>
+    %c16 = arith.constant dense<16> : tensor<32x1xi32, #b>
+    %row = arith.muli %r2, %c16 : tensor<32x1xi32, #b>
+    %c = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32, #ttg.slice<{dim = 0, parent = #b}>>
+    %c2 = tt.expand_dims %c {axis = 0 : i32} : tensor<16xi32, #ttg.slice<{dim = 0, parent = #b}>> -> tensor<1x16xi32, #b>
+    %rowb = tt.broadcast %row : tensor<32x1xi32, #b> -> tensor<32x16xi32, #b>
+    %colb = tt.broadcast %c2 : tensor<1x16xi32, #b> -> tensor<32x16xi32, #b>
+    %off = arith.addi %rowb, %colb : tensor<32x16xi32, #b>"""
+
 # the shape of test_scan_layouts' kernel with its overflow check (written here, not copied):
 # a cumulative sum along axis 1 of a 32x16 int tile whose combine region asserts no overflow
 SCAN = f"""
 #b = {BLOCKED}
 module attributes {{"ttg.num-warps" = 4 : i32, "ttg.num-ctas" = 1 : i32, "ttg.threads-per-warp" = 32 : i32}} {{
   tt.func public @scan(%src: !tt.ptr<i32> {{tt.divisibility = 16 : i32}}, %dst: !tt.ptr<i32> {{tt.divisibility = 16 : i32}}) {{
-    %r = tt.make_range {{end = 32 : i32, start = 0 : i32}} : tensor<32xi32, #ttg.slice<{{dim = 1, parent = #b}}>>
-    %r2 = tt.expand_dims %r {{axis = 1 : i32}} : tensor<32xi32, #ttg.slice<{{dim = 1, parent = #b}}>> -> tensor<32x1xi32, #b>
-    %c16 = arith.constant dense<16> : tensor<32x1xi32, #b>
-    %row = arith.muli %r2, %c16 : tensor<32x1xi32, #b>
-    %c = tt.make_range {{end = 16 : i32, start = 0 : i32}} : tensor<16xi32, #ttg.slice<{{dim = 0, parent = #b}}>>
-    %c2 = tt.expand_dims %c {{axis = 0 : i32}} : tensor<16xi32, #ttg.slice<{{dim = 0, parent = #b}}>> -> tensor<1x16xi32, #b>
-    %rowb = tt.broadcast %row : tensor<32x1xi32, #b> -> tensor<32x16xi32, #b>
-    %colb = tt.broadcast %c2 : tensor<1x16xi32, #b> -> tensor<32x16xi32, #b>
-    %off = arith.addi %rowb, %colb : tensor<32x16xi32, #b>
+{TILE_OFFSETS}
     %sp = tt.splat %src : !tt.ptr<i32> -> tensor<32x16x!tt.ptr<i32>, #b>
     %sptr = tt.addptr %sp, %off : tensor<32x16x!tt.ptr<i32>, #b>, tensor<32x16xi32, #b>
     %x = tt.load %sptr : tensor<32x16x!tt.ptr<i32>, #b>

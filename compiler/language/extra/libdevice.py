@@ -1,8 +1,10 @@
 """`triton.language.extra.libdevice`: the common functions of CUDA's libdevice, by name.
 
-This compiler links no libdevice bitcode: each function maps to one of our math ops (which
-lower to LLVM intrinsics or PTX: `ex2.approx`, `sqrt.rn`, `cvt.rni`, `copysign`, ...) or to a
-short composition of them, and runs in the interpreter through those ops. Results follow
+Each function maps to one of our math ops (which lower to LLVM intrinsics or PTX:
+`ex2.approx`, `sqrt.rn`, `cvt.rni`, `copysign`, ...; in double precision the transcendental
+ones call libdevice's own `__nv_exp`, `__nv_tanh`, ..., linked in from libdevice.10.bc, see
+compiler/codegen/libdevice.py) or to a short composition of them, and runs in the interpreter
+through those ops. Results follow
 the C library: `isnan` / `isinf` / `isfinited` / `signbit` return int32 as libdevice does;
 `sqrt` and `div_rn` are IEEE-rounded as `__nv_sqrtf` / `__nv_fdiv_rn` are; the
 transcendental functions have the accuracy of our `tl.exp`, `tl.log`, ... (PTX's
