@@ -8,12 +8,11 @@ import ctypes
 import shutil
 import struct
 
-import numpy as np
 import pytest
 
 from bench.attention_ab import RawArgs, kernel_values, ptx_param_types, with_shared_align
-from sample_kernels.attention import _strides, attention_kernel
-from tests.cpu.mma_cases import compile_jit
+from sample_kernels.attention import _strides
+from tests.cpu.mma_cases import compile_attention_sm90
 
 #: Triton 3.6's entry for the same source: our 19 parameters plus its two scratch pointers
 TRITON_HEADER = """.extern .shared .align 16 .b8 global_smem[];
@@ -35,13 +34,7 @@ def test_param_types_of_a_triton_style_entry():
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")
 def test_param_types_of_our_attention_ptx():
-    shape = (1, 2, 128, 128)
-    q = np.zeros(shape, np.float16)
-    compiled, _ = compile_jit(attention_kernel,
-                              [q, q, q, q, 0.125, *(list(_strides(shape)) * 4), 2, 128],
-                              {"HEAD_DIM": 128, "BLOCK_M": 64, "BLOCK_N": 64, "CAUSAL": False},
-                              {"num_warps": 4, "num_stages": 3}, None, stop_after="ptx",
-                              target={"arch": 90})
+    compiled = compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128), stop_after="ptx")
     # 4 pointers, sm_scale, 12 strides (each tensor's last, 1, is specialized away), H, N_CTX
     assert ptx_param_types(compiled.asm["ptx"]) == ["u64"] * 4 + ["f32"] + ["u32"] * 14
 
