@@ -155,8 +155,9 @@ def _ours_compiled(ours, q, k, v, o, config):
     before = set(fn._compiled)
     launch(ours, q, k, v, o, False, config)
     new = [key for key in fn._compiled if key not in before]
-    key = new[-1] if new else list(fn._compiled)[-1]
-    return fn._compiled[key]
+    if len(new) != 1:
+        raise RuntimeError(f"expected one new compile for {config}, got {len(new)}")
+    return fn._compiled[new[0]]
 
 
 def _triton_compiled(theirs, q, k, v, o, d, config):
