@@ -13,9 +13,11 @@ comparison. For each config, in one process and on the same tensors, it times:
                      bytes, CU_FUNC_CACHE_PREFER_SHARED)
   ours-raw-optin     the same cubin, dynamic shared limit at the device's opt-in minus static
                      shared (what Triton's launcher sets)
-  triton-raw         Triton's own cubin, the same raw launch (Triton's two scratch pointers null)
+  triton-raw         Triton's own cubin, the same raw launch (Triton's two scratch pointers null),
+                     its launcher's shared limit; triton-raw-exact with ours'
   triton-ptx-ours-ptxas  Triton's PTX assembled by our ptxas (our toolchain, our flags)
   ours-ptx-triton-ptxas  our PTX assembled by the ptxas Triton ships (when found)
+  ours-ptx-align16   our PTX with the extern shared declared `.align 16` as Triton's is
 
 and for each cubin the residency test: one head's grid of k * SMs CTAs for k = 1, 2, 3 (every
 CTA runs the whole key loop; rows past N_CTX are masked) -- t(2)/t(1) well under 2 means two
@@ -189,7 +191,9 @@ def measure(config4, ours, theirs, torch, do_bench) -> dict:
               "ours-raw-optin": (mine.asm["cubin"], ptx_param_types(mine.asm["ptx"]), shared,
                                  "optin"),
               "triton-raw": (theirs_c.asm["cubin"], ptx_param_types(theirs_c.asm["ptx"]),
-                             theirs_c.metadata.shared, "optin")}
+                             theirs_c.metadata.shared, "optin"),
+              "triton-raw-exact": (theirs_c.asm["cubin"], ptx_param_types(theirs_c.asm["ptx"]),
+                                   theirs_c.metadata.shared, "exact")}
     try:
         cubins["triton-ptx-ours-ptxas"] = (assemble(theirs_c.asm["ptx"], "sm_90a")[0],
                                            ptx_param_types(theirs_c.asm["ptx"]),
