@@ -2,11 +2,17 @@
 every config of bench/bench_attention.py, and Triton's where a TRITON_KERNEL_DUMP folder holds
 its PTX for the same config (ptxas + nvdisasm make its SASS here). No GPU needed.
 
-    PYTHONPATH=. python3 bench/attention_loops.py [--triton-dump DIR] [--causal]
-                                                  [--occupancy]
+    PYTHONPATH=. python3 bench/attention_loops.py [--triton-dump DIR | --triton-compile]
+                                                  [--causal] [--occupancy]
+
+--triton-compile compiles the same source with Triton (when `triton` is importable; no GPU
+needed: `triton.compile` for a GPUTarget sm_90) for every config, specialized as a launch on
+bench_attention.py's torch tensors would be (16-aligned pointers, integers divisible by 16
+marked so, strides of 1 constant), so every row gets its Triton line.
 
 One row per config: registers and spill bytes (ptxas), then per loop iteration the SASS
-instruction count, HGMMA, WARPGROUP.ARRIVE / WARPGROUP.DEPBAR (one each per dot when the wgmma
+instruction count, the sum of ptxas's stall counts (the control code of each instruction: the
+loop's issue time in cycles for one warp that never waits on a scoreboard), HGMMA, WARPGROUP.ARRIVE / WARPGROUP.DEPBAR (one each per dot when the wgmma
 chains are unbroken; one per HGMMA when ptxas serialized them), MUFU.EX2, FSETP (the denormal
 wrapper of a non-ftz ex2), ISETP, BAR.SYNC, LDGSTS, and the PTX's bar.sync and wgmma waits.
 With --occupancy: registers, shared memory and resident CTAs per SM (what limits them) for
@@ -26,7 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler.codegen.loop_stats import opcodes, ptx_loop, sass_loop  # noqa: E402
+from compiler.codegen.loop_stats import (opcodes, ptx_loop, sass_loop,  # noqa: E402
+                                         sass_loop_controls)
 from compiler.codegen.occupancy import ctas_per_sm  # noqa: E402
 from compiler.codegen.sass import disassemble  # noqa: E402
 from compiler.codegen.toolchain import find_tool  # noqa: E402
@@ -39,17 +46,12 @@ SASS_COLUMNS = ["HGMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "MUFU.EX2", 
 
 def ours(head_dim, block_m, block_n, warps, causal) -> dict:
     """Our PTX, SASS and ptxas facts for one config."""
-    from sample_kernels.attention import _strides, attention_kernel
-    from tests.cpu.mma_cases import compile_jit
-    shape = (4, 32, 4096, head_dim)
-    q = np.zeros(shape, np.float16)
-    compiled, _ = compile_jit(attention_kernel,
-                              [q, q, q, q, 0.125, *(list(_strides(shape)) * 4), 32, 4096],
-                              {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
-                               "CAUSAL": causal}, {"num_warps": warps, "num_stages": 3}, None,
-                              stop_after=None, target={"arch": 90})
+    from tests.cpu.mma_cases import compile_attention_sm90
+    compiled = compile_attention_sm90(head_dim, block_m, block_n, warps, causal)
     info = compiled.trace.cubin_info
     return {"ptx": compiled.asm["ptx"], "sass": compiled.asm.get("sass") or "",
+            "sass_hex": disassemble(compiled.asm["cubin"], line_info=False,
+                                    hex_words=True) or "",
             "registers": info["registers"], "spills": info["spill_stores"],
             "shared": compiled.metadata.shared,
             "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", info["report"])))}
@@ -94,14 +96,63 @@ def triton(dump: Path) -> dict:
             run = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(cubin)],
                                  capture_output=True, text=True)
             sass = disassemble(cubin.read_bytes(), line_info=False) if cubin.exists() else ""
+            sass_hex = (disassemble(cubin.read_bytes(), line_info=False, hex_words=True)
+                        if cubin.exists() else "")
         registers = re.search(r"Used (\d+) registers", run.stderr)
         spills = re.search(r"(\d+) bytes spill stores", run.stderr)
         found[config] = {"ptx": ptx_path.read_text(), "sass": sass or "",
+                         "sass_hex": sass_hex or "",
                          "shared": _triton_shared(ttgir.read_text()),
                          "registers": int(registers.group(1)) if registers else -1,
                          "spills": int(spills.group(1)) if spills else -1,
                          "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", run.stderr)))}
     return found
+
+
+def _triton_specialization(fn, values: dict) -> tuple:
+    """(signature, constexprs, attrs) of Triton's ASTSource for a launch with `values`
+    (parameter name -> Python value): pointers are 16-aligned, an int of 1 becomes the constant
+    1 and an int divisible by 16 is marked so, as Triton's launcher specializes them."""
+    signature, constexprs, attrs = {}, {}, {}
+    for index, name in enumerate(fn.arg_names):
+        value = values[name]
+        if isinstance(value, str):                      # a pointer's element type
+            signature[name] = value
+            attrs[(index,)] = [["tt.divisibility", 16]]
+        elif index in fn.constexprs:
+            signature[name], constexprs[(index,)] = "constexpr", value
+        elif isinstance(value, float):
+            signature[name] = "fp32"
+        elif value == 1:
+            signature[name], constexprs[(index,)] = "constexpr", 1
+        else:
+            signature[name] = "i32"
+            if value % 16 == 0:
+                attrs[(index,)] = [["tt.divisibility", 16]]
+    return signature, constexprs, attrs
+
+
+def triton_compiled(causal: bool) -> dict:
+    """Triton's PTX and SASS per config, compiled here by `triton.compile` for sm_90 (no GPU),
+    in the form `triton()` reads from a dump."""
+    import triton as real_triton
+    from triton.backends.compiler import GPUTarget
+    from bench.bench_attention import load
+    from sample_kernels.attention import _strides
+    fn = load(ours=False).attention_kernel
+    with tempfile.TemporaryDirectory() as tmp:
+        for head_dim, block_m, block_n, warps in CONFIGS:
+            shape = (4, 32, 4096, head_dim)
+            values = dict(zip(fn.arg_names, ["*fp16"] * 4 + [0.125] + list(_strides(shape)) * 4
+                              + [32, 4096, head_dim, block_m, block_n, causal]))
+            source = real_triton.compiler.ASTSource(fn, *_triton_specialization(fn, values))
+            kernel = real_triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                                    options={"num_warps": warps, "num_stages": 3})
+            out = Path(tmp) / f"{head_dim}_{block_m}_{block_n}_{warps}"
+            out.mkdir()
+            for stage in ("ttgir", "ptx"):
+                (out / f"attention_kernel.{stage}").write_text(kernel.asm[stage])
+        return triton(Path(tmp))
 
 
 def row(name: str, facts: dict) -> str:
@@ -111,7 +162,8 @@ def row(name: str, facts: dict) -> str:
     grouped = [sum(n for op, n in counts.items() if op.startswith(col)) for col in SASS_COLUMNS]
     ptx = ptx_loop(facts["ptx"])
     waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", "\n".join(ptx))
-    cells = [name, facts["registers"], facts["spills"], len(sass), *grouped,
+    stalls = sum(code.stall for _, code in sass_loop_controls(facts["sass_hex"]))
+    cells = [name, facts["registers"], facts["spills"], len(sass), stalls, *grouped,
              opcodes(ptx)["bar.sync"], ",".join(waits) or "-", ",".join(facts["warnings"]) or "-"]
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
@@ -141,15 +193,19 @@ def occupancy_table(theirs: dict, causal: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--triton-dump", type=Path, help="a TRITON_KERNEL_DUMP folder")
+    parser.add_argument("--triton-compile", action="store_true",
+                        help="compile Triton's rows here with triton.compile (sm_90, no GPU)")
     parser.add_argument("--causal", action="store_true")
     parser.add_argument("--occupancy", action="store_true",
                         help="print resident CTAs per SM per config instead of loop counts")
     args = parser.parse_args()
-    theirs = triton(args.triton_dump) if args.triton_dump else {}
+    theirs = (triton_compiled(args.causal) if args.triton_compile else
+              triton(args.triton_dump) if args.triton_dump else {})
     if args.occupancy:
         occupancy_table(theirs, args.causal)
         return
-    header = ["config (D, BM, BN, warps)", "regs", "spill B", "SASS/iter", *SASS_COLUMNS,
+    header = ["config (D, BM, BN, warps)", "regs", "spill B", "SASS/iter", "stall cycles/iter",
+              *SASS_COLUMNS,
               "PTX bar.sync", "wgmma waits", "ptxas warnings"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

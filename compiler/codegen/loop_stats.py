@@ -18,10 +18,10 @@ _SASS_BACK = re.compile(r"BRA\s.*`\((\.L_x_\d+)\)")
 _PREDICATE = re.compile(r"^@!?U?P\w+\s+")
 
 
-def _main_loop(instructions: list, back_branch: re.Pattern) -> list:
-    """`instructions`: (labels just before it, text) in program order. The texts from the
-    label that a later branch (`back_branch`'s group 1) jumps back to, through that branch,
-    for the longest such span."""
+def _main_loop_span(instructions: list, back_branch: re.Pattern) -> tuple | None:
+    """`instructions`: (labels just before it, text) in program order. The (first, last)
+    indices from the label that a later branch (`back_branch`'s group 1) jumps back to,
+    through that branch, for the longest such span; None without one."""
     where, best = {}, None
     for i, (labels, text) in enumerate(instructions):
         where.update((name, i) for name in labels)
@@ -30,6 +30,12 @@ def _main_loop(instructions: list, back_branch: re.Pattern) -> list:
             span = (where[back.group(1)], i)
             if best is None or span[1] - span[0] > best[1] - best[0]:
                 best = span
+    return best
+
+
+def _main_loop(instructions: list, back_branch: re.Pattern) -> list:
+    """The texts of `instructions`' main loop (see `_main_loop_span`)."""
+    best = _main_loop_span(instructions, back_branch)
     return [] if best is None else [text for _, text in instructions[best[0]:best[1] + 1]]
 
 
@@ -69,6 +75,26 @@ def sass_loop(sass: str) -> list:
     """The instructions of the SASS's main loop (nvdisasm text); empty when it has none."""
     return _main_loop(_instructions(sass.splitlines(), _SASS_LABEL, _sass_instruction),
                       _SASS_BACK)
+
+
+def sass_loop_controls(sass_hex: str) -> list:
+    """(text, ControlCode) for each instruction of the main loop of an nvdisasm `-hex` listing
+    (`compiler.codegen.sass.disassemble(..., hex_words=True)`); empty without a loop. The sum
+    of the stalls is the loop's issue time for one warp that never waits on a scoreboard."""
+    from .sass import control_codes
+    codes = {index: (text, code) for index, text, code in control_codes(sass_hex)}
+    lines = sass_hex.splitlines()
+    instructions, order, pending = [], [], []
+    for i, line in enumerate(lines):
+        found = _SASS_LABEL.match(line)
+        if found:
+            pending.append(found.group(1))
+        elif i in codes:
+            instructions.append((pending, codes[i][0]))
+            order.append(codes[i])
+            pending = []
+    best = _main_loop_span(instructions, _SASS_BACK)
+    return [] if best is None else order[best[0]:best[1] + 1]
 
 
 def opcodes(instructions: list) -> Counter:

@@ -84,6 +84,24 @@ def compile_jit(kernel, args: list, constexprs: dict, options: dict, pipeline: s
     return compiled, list(select(bound))
 
 
+def compile_attention_sm90(head_dim: int, block_m: int, block_n: int, warps: int,
+                           causal: bool = False, shape: tuple | None = None,
+                           stop_after: str | None = None):
+    """sample_kernels/attention.py's kernel for sm_90a, 3 stages, specialized for contiguous
+    fp16 tensors of `shape` (default: bench_attention.py's (4, 32, 4096, head_dim))."""
+    from sample_kernels.attention import _strides, attention_kernel
+    shape = shape or (4, 32, 4096, head_dim)
+    q = np.zeros(shape, np.float16)
+    compiled, _ = compile_jit(attention_kernel,
+                              [q, q, q, q, 0.125, *(list(_strides(shape)) * 4), shape[1],
+                               shape[2]],
+                              {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                               "CAUSAL": causal},
+                              {"num_warps": warps, "num_stages": 3}, None,
+                              stop_after=stop_after, target={"arch": 90})
+    return compiled
+
+
 def run_on_simt(compiled, grid: tuple, runtime_args: list, outputs: list) -> list:
     """Lower the compiled ttgir (unoptimized LLVM IR), run it on the SIMT evaluator and return
     the arrays `outputs` (objects among `runtime_args`) as the kernel left them."""

@@ -16,16 +16,14 @@ from __future__ import annotations
 import re
 import shutil
 
-import numpy as np
 import pytest
 
 from compiler.analysis.layouts import equal_value_registers
 from compiler.codegen.loop_stats import opcodes, ptx_loop, sass_loop
 from compiler.codegen.toolchain import find_tool
 from compiler.dialects.ttg import NvidiaMmaEncoding
-from sample_kernels.attention import _strides, attention_kernel
 from tests.cpu.filecheck import filecheck
-from tests.cpu.mma_cases import compile_jit
+from tests.cpu.mma_cases import compile_attention_sm90
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")
 
@@ -39,15 +37,7 @@ SASS_SLACK = 8
 
 
 def _compile(head_dim, block_m, block_n, warps, causal=False):
-    shape = (4, 32, 4096, head_dim)
-    q = np.zeros(shape, np.float16)
-    strides = list(_strides(shape)) * 4
-    compiled, _ = compile_jit(attention_kernel, [q, q, q, q, 0.125, *strides, 32, 4096],
-                              {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
-                               "CAUSAL": causal},
-                              {"num_warps": warps, "num_stages": 3}, None, stop_after=None,
-                              target={"arch": 90})
-    return compiled
+    return compile_attention_sm90(head_dim, block_m, block_n, warps, causal)
 
 
 _CACHE: dict = {}
