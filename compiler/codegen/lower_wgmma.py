@@ -209,7 +209,7 @@ def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
     """K steps after which an fp8 dot adds its partial (lower-precision) wgmma accumulator
     into the f32 one (`maxNumImpreciseAcc` K elements, Triton's meaning); None: never."""
     limit = op.attributes.get("maxNumImpreciseAcc")
-    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value < k_total:
+    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value <= k_total:
         return None
     return max(1, limit.value // instr_k)
 
