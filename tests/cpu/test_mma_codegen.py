@@ -10,6 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import compiler as triton
+import compiler.language as tl
 from compiler.compiler import compile as compile_source
 from compiler.ir import parse_module, print_module
 from compiler.runtime.specialization import ASTSource
@@ -17,6 +19,14 @@ from sample_kernels.matmul import matmul_kernel
 from tests.cpu.mma_cases import MMA_V2_TARGET, WITH_MMA, compile_jit, run_on_simt
 from tests.cpu.test_frontend_reference import ref  # noqa: F401  (fixture)
 from tests.kernels_zoo import BY_NAME, check_outputs, make_case
+
+
+@triton.jit
+def f16_out_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, out_dtype=tl.float16))
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")
 
@@ -207,3 +217,23 @@ def test_ldmatrix_reads_swizzled_buffers_in_either_order(op_idx, order, per_phas
     y = np.zeros_like(x)
     memory = run_kernel(kernel, (1,), [x, y])
     np.testing.assert_array_equal(memory.read(1, y), x)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_an_f16_accumulator_dot_runs_on_mma_sync(arch):
+    """out_dtype=float16 with f16 operands: mma.sync's `.f16.f16.f16.f16` form (the accumulator
+    as two f16x2 words), also on sm_90 for a tile too small for wgmma (32x32 on 4 warps), as
+    Triton does; it used to stay on FMA. Checked on the SIMT evaluator against numpy."""
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not on the PATH")
+    rng = np.random.default_rng(arch)
+    a = (rng.integers(-3, 4, (32, 32)) / 4).astype(np.float16)
+    b = (rng.integers(-3, 4, (32, 32)) / 4).astype(np.float16)
+    c = np.zeros((32, 32), np.float16)
+    compiled, runtime = compile_jit(f16_out_dot_kernel, [a, b, c], {"M": 32, "N": 32, "K": 32},
+                                    {"num_warps": 4}, None, stop_after=None,
+                                    target={"arch": arch})
+    assert "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" in compiled.asm["ptx"]
+    out, = run_on_simt(compiled, (1, 1), runtime, [c])
+    np.testing.assert_allclose(out.astype(np.float32),
+                               a.astype(np.float32) @ b.astype(np.float32), rtol=0, atol=1e-2)
