@@ -98,3 +98,15 @@ def test_tutorial_06_test_op_unmodified():
     done = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("m,n,k,warps", [(64, 64, 32, 4), (128, 16, 32, 4), (128, 128, 64, 8)])
+def test_int8_wgmma_dot_against_torch(m, n, k, warps):
+    from tests.cpu.test_wgmma import _int8_dot_kernel
+    torch.manual_seed(2)
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda")
+    b = torch.randint(-128, 128, (k, n), dtype=torch.int8, device="cuda")
+    c = torch.empty((m, n), dtype=torch.int32, device="cuda")
+    kernel = _int8_dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, num_warps=warps)
+    assert "wgmma.mma_async" in kernel.asm["ptx"]
+    assert torch.equal(c.cpu(), a.cpu().long().matmul(b.cpu().long()).int())
