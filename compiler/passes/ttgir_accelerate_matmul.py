@@ -22,17 +22,23 @@ MMA_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",)}
 
 def warps_per_tile(shape: tuple, num_warps: int) -> tuple | None:
     """Triton's warpsPerTileV2: give warps to M or N, whichever has more instruction tiles per
-    warp, until all `num_warps` are placed. None when they cannot all be placed without two
-    warps computing the same tile, or when the warps' tile does not divide the shape."""
+    warp, until all `num_warps` are placed. Warps past a small shape's tiles compute copies
+    (the layout replicates the tensor over them); None when the warps' tile does not divide
+    the shape."""
     wm, wn = 1, 1
     while wm * wn < num_warps:
         if shape[0] // (MMA_M * wm) >= shape[1] // (MMA_N * wn) and wm < shape[0] // MMA_M:
             wm *= 2
         else:
             wn *= 2
-    if shape[0] % (MMA_M * wm) or shape[1] % (MMA_N * wn):
+    if not (_tiles(shape[0], MMA_M * wm) and _tiles(shape[1], MMA_N * wn)):
         return None
     return wm, wn
+
+
+def _tiles(size: int, tile: int) -> bool:
+    """Whether the warps' tile divides a dim, or (replicated warps) the dim divides the tile."""
+    return size % tile == 0 or tile % size == 0
 
 
 def _element_name(t) -> str:
