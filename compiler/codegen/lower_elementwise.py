@@ -13,7 +13,7 @@ from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
 from compiler.ir.types import TensorType
 
-from .fp8_convert import convert_fp8, float_kind, is_fp8
+from .fp8 import MIN_ARCH as FP8_MIN_ARCH, convert_fp8, is_fp8
 from .libdevice import PREFIX as LIBDEVICE_PREFIX, find_libdevice
 from .llvm_helpers import CONTRACT, F32, call_intrinsic, inline_ptx, llvm_type, type_bits
 from .lowering import LoweringError
@@ -361,9 +361,10 @@ def _cast(kind):
     def lower(ctx, op):
         to = llvm_type(op.results[0].type)
         b = ctx.builder
-        src, dst = float_kind(op.operands[0].type), float_kind(op.results[0].type)
+        src, dst = _float_kind(op.operands[0].type), _float_kind(op.results[0].type)
         if kind != "bitcast" and (is_fp8(src) or is_fp8(dst)):
-            ctx.set(op.results[0], convert_fp8(b, ctx.get(op.operands[0]), src, dst, to, kind))
+            _check_fp8_arch(ctx, op)
+            ctx.set(op.results[0], _fp8_int_cast(b, ctx.get(op.operands[0]), kind, src, dst, to))
             return
 
         def emit(bb, x):
@@ -378,8 +379,44 @@ def _cast(kind):
     return lower
 
 
-for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf": "fpext",
-                     "truncf": "fptrunc", "sitofp": "sitofp", "uitofp": "uitofp",
+def _float_kind(ty) -> str:
+    """The MLIR float kind ("f16", "f8E5M2", ...) of a type's elements; "" for the others."""
+    return getattr(ty.scalar, "kind", "")
+
+
+def _check_fp8_arch(ctx, op) -> None:
+    if ctx.arch < FP8_MIN_ARCH:
+        raise LoweringError(f"converting {op.operands[0].type.scalar} to "
+                            f"{op.results[0].type.scalar} needs sm_{FP8_MIN_ARCH} or newer "
+                            f"(the target is sm_{ctx.arch})")
+
+
+def _fp8_int_cast(b, values: list, kind: str, src: str, dst: str, to) -> list:
+    """An integer <-> fp8 cast (`kind`: sitofp/uitofp/fptosi/fptoui) by way of fp32."""
+    if is_fp8(src):
+        return [getattr(b, kind)(x, to) for x in convert_fp8(b, values, src, "f32", F32)]
+    return convert_fp8(b, [getattr(b, kind)(x, F32) for x in values], "f32", dst, to)
+
+
+def _float_resize(ctx, op) -> None:
+    """`arith.extf` / `arith.truncf` (and rtne `tt.fp_to_fp`): fpext/fptrunc, or the PTX fp8
+    conversions when either side is an 8-bit float (a byte in LLVM)."""
+    src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
+    to = llvm_type(op.results[0].type)
+    b = ctx.builder
+    values = ctx.get(op.operands[0])
+    if is_fp8(src.kind) or is_fp8(dst.kind):
+        _check_fp8_arch(ctx, op)
+        ctx.set(op.results[0], convert_fp8(b, values, src.kind, dst.kind, to))
+        return
+    ctx.set(op.results[0], [b.fptrunc(x, to) if type_bits(to) < type_bits(x.type) else
+                            b.fpext(x, to) for x in values])
+
+
+lowers(arith.CAST_OPS["extf"])(_float_resize)
+lowers(arith.CAST_OPS["truncf"])(_float_resize)
+for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc",
+                     "sitofp": "sitofp", "uitofp": "uitofp",
                      "fptosi": "fptosi", "fptoui": "fptoui", "bitcast": "bitcast",
                      "index_cast": "index_cast"}.items():
     lowers(arith.CAST_OPS[_name])(_cast(_kind))
@@ -387,18 +424,13 @@ for _name, _kind in {"extsi": "sext", "extui": "zext", "trunci": "trunc", "extf"
 def lower_fp_to_fp(ctx, op):
     """`tt.fp_to_fp`: round-to-nearest-even is fptrunc; round-toward-zero is PTX
     `cvt.rz.{f16,bf16}.f32` (fp32 to a 16-bit float, the case Triton allows)."""
+    if op.rounding == "rtne":
+        _float_resize(ctx, op)
+        return
     src, dst = op.operands[0].type.scalar, op.results[0].type.scalar
     to = llvm_type(op.results[0].type)
     b = ctx.builder
     values = ctx.get(op.operands[0])
-    if op.rounding == "rtne" and (is_fp8(src.kind) or is_fp8(dst.kind)):
-        kind = "fptrunc" if type_bits(dst) < type_bits(src) else "fpext"
-        ctx.set(op.results[0], convert_fp8(b, values, src.kind, dst.kind, to, kind))
-        return
-    if op.rounding == "rtne":
-        ctx.set(op.results[0], [b.fptrunc(x, to) if type_bits(dst) < type_bits(src) else
-                                b.fpext(x, to) for x in values])
-        return
     if src.kind != "f32" or dst.kind not in ("f16", "bf16"):
         raise LoweringError(f"tt.fp_to_fp rounding = rtz lowers fp32 -> fp16/bf16 only, got "
                             f"{src} -> {dst}")

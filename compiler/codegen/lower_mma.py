@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from compiler.analysis import layouts
 
-from .llvm_helpers import inline_ptx, pack_words
+from .llvm_helpers import F16, inline_ptx, pack_words, unpack_words
 from .matrix_memory import ldmatrix_registers
 
 I32 = ir.IntType(32)
@@ -61,7 +61,18 @@ class _Operand:
 
 
 def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list:
-    """One `mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32`."""
+    """One `mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32`, or its f16
+    accumulator form (`.f16.f16.f16.f16`: the four accumulator halves travel as two f16x2
+    words, c0/c1 and c2/c3, the same elements as the f32 form's four registers)."""
+    if acc[0].type == F16:
+        asm = ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
+               "{$0, $1}, {$2, $3, $4, $5}, {$6, $7}, {$8, $9};")
+        constraints = ",".join(["=r"] * 2 + ["r"] * 8)
+        words = pack_words(builder, acc, 32)
+        result = inline_ptx(builder, ir.LiteralStructType([I32] * 2), asm, constraints,
+                            a_words + b_words + words, side_effect=False)
+        return unpack_words(builder, [builder.extract_value(result, i) for i in range(2)],
+                            F16, 4)
     asm = (f"mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32 "
            "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
     constraints = ",".join(["=f"] * 4 + ["r"] * 6 + ["f"] * 4)

@@ -33,7 +33,9 @@ I32 = ir.IntType(32)
 F32 = ir.FloatType()
 WARP_GROUP = 4
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "f8E4M3FN": "e4m3",
-               "f8E5M2": "e5m2"}
+               "f8E5M2": "e5m2", "i8": "s8"}
+#: the PTX type of each accumulator element type
+WGMMA_ACC_TYPES = {"f32": "f32", "f16": "f16", "i32": "s32"}
 
 
 def _thread_zero_coords(encoding, shape) -> list:
@@ -152,15 +154,16 @@ def _wgmma(builder, shape: tuple, types: tuple, acc: list, a_operand, b_desc, tr
     a_text = ("{" + ", ".join(f"${first + i}" for i in range(len(a_regs))) + "}"
               if len(a_regs) > 1 else f"${first}")
     b_index = first + len(a_regs)
-    immediates = "1, 1"
+    # integer wgmma has no scale-a/b (nor transpose) immediates
+    immediates = "" if a_type == "s8" else ", 1, 1"
     if a_type in ("f16", "bf16"):
         immediates += (f", {int(trans[1])}" if len(a_regs) > 1 else
                        f", {int(trans[0])}, {int(trans[1])}")
     outs = ", ".join(f"${i}" for i in range(count))
     # scale-d is an immediate predicate (1: D = A B + D, 0: D = A B)
     asm = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d_type}.{a_type}.{b_type} "
-           f"{{{outs}}}, {a_text}, ${b_index}, {int(use_acc)}, {immediates};")
-    reg = "r" if acc_is_f16 else "f"
+           f"{{{outs}}}, {a_text}, ${b_index}, {int(use_acc)}{immediates};")
+    reg = "r" if acc_is_f16 or d_type == "s32" else "f"
     constraints = ([f"={reg}"] * count + ["r" if len(a_regs) > 1 else "l"] * len(a_regs) +
                    ["l"] + [str(i) for i in range(count)])
     ret = ir.LiteralStructType([acc[0].type] * count)
@@ -209,7 +212,7 @@ def _flush_steps(op, a_type: str, instr_k: int, k_total: int) -> int | None:
     """K steps after which an fp8 dot adds its partial (lower-precision) wgmma accumulator
     into the f32 one (`maxNumImpreciseAcc` K elements, Triton's meaning); None: never."""
     limit = op.attributes.get("maxNumImpreciseAcc")
-    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value < k_total:
+    if a_type not in ("e4m3", "e5m2") or limit is None or not 0 < limit.value <= k_total:
         return None
     return max(1, limit.value // instr_k)
 
@@ -232,7 +235,7 @@ def lower_warp_group_dot(ctx, op):
         raise LoweringError(f"ttng.warp_group_dot: no wgmma for {element} operands")
     a_type = WGMMA_TYPES[element]
     acc_is_f16 = str(ct.element) == "f16"
-    types = ("f16" if acc_is_f16 else "f32", a_type, a_type)
+    types = (WGMMA_ACC_TYPES[str(ct.element)], a_type, a_type)
     acc = list(ctx.get(c))
     # a zero accumulator is not read: the first K step of each tile runs with scale-d false
     # (as Triton's lowering does), so no zero registers are materialized and ptxas keeps all

@@ -301,6 +301,9 @@ class Semantic:
                 return self.cast(self.cast(t, tl.float32), dst)
             name = "extf" if dst.primitive_bitwidth > src.primitive_bitwidth else "truncf"
             return self._new(arith.CAST_OPS[name], [t], rt)
+        if (src.is_int() and dst.is_fp8()) or (src.is_fp8() and dst.is_int()):
+            # int <-> fp8 goes through fp32, as the fp8 conversions are float-to-float only
+            return self.cast(self.cast(t, tl.float32), dst)
         if src.is_int() and dst.is_floating():
             name = "uitofp" if (src.is_int_unsigned() or src.is_bool()) else "sitofp"
             return self._new(arith.CAST_OPS[name], [t], rt)

@@ -3,7 +3,7 @@
 The accumulator takes a `#ttg.nvidia_mma` version 3 layout: warps come in warp groups of 4
 stacked along M (each warp group computes 64 rows per instruction), instrShape [16, N, K] with
 N the widest multiple of 8 up to 256 that divides the warp group's columns and K = 256 / operand
-bits (16 for f16/bf16, 8 for tf32, 32 for fp8). The operands go to shared memory in
+bits (16 for f16/bf16, 8 for tf32, 32 for fp8 and int8, which accumulates in i32). The operands go to shared memory in
 `#ttg.nvmma_shared` layouts (the 16-byte chunks of each row swizzled as wgmma's descriptors
 expect), written by `ttg.local_alloc`; the pipeline pass later turns those into cp.async
 multi-buffers. A 16-bit A that is computed in the kernel (attention's p = softmax(q k)) stays in
@@ -32,11 +32,11 @@ from .ttgir_rewrite import insert_convert, insert_convert_after
 
 #: wgmma's operand kinds: the PTX type name and the instruction's K
 WGMMA_KINDS = {"f16": ("f16", 16), "bf16": ("bf16", 16), "f32": ("tf32", 8),
-               "f8E4M3FN": ("e4m3", 32), "f8E5M2": ("e5m2", 32)}
+               "f8E4M3FN": ("e4m3", 32), "f8E5M2": ("e5m2", 32), "i8": ("s8", 32)}
 #: accumulator element types wgmma writes, per operand kind (an f16 accumulator: f16 operands
 #: only, as PTX allows; its dots wait for themselves, see lower_wgmma)
 WGMMA_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",),
-                      "e4m3": ("f32",), "e5m2": ("f32",)}
+                      "e4m3": ("f32",), "e5m2": ("f32",), "s8": ("i32",)}
 WARP_GROUP = 4
 INSTR_M = 16                 # rows per warp of one wgmma (64 per warp group)
 MAX_N = 256
@@ -70,8 +70,8 @@ def instr_n(columns: int) -> int | None:
 
 
 def wgmma_kind(op: Operation) -> str | None:
-    """The wgmma operand type of a tt.dot, or None: f16, bf16, fp8 e4m3/e5m2, and tf32 for
-    fp32 operands unless the dot asks for "ieee" (FMA) precision."""
+    """The wgmma operand type of a tt.dot, or None: f16, bf16, fp8 e4m3/e5m2, s8 for int8, and
+    tf32 for fp32 operands unless the dot asks for "ieee" (FMA) precision."""
     a, b = op.operands[0].type, op.operands[1].type
     name = str(a.element)
     if name != str(b.element) or name not in WGMMA_KINDS:
@@ -110,7 +110,7 @@ def _source(value: Value) -> Value:
 
 def _contiguous_dim(t: TensorType, op_idx: int, kind: str) -> int:
     """The dim an operand's shared buffer keeps contiguous: the source's, except that wgmma
-    reads tf32 and fp8 only K-major."""
+    reads tf32, fp8 and int8 only K-major."""
     if kind not in ("f16", "bf16"):
         return 1 if op_idx == 0 else 0
     return order_of(t.encoding)[0] if t.encoding is not None else 1

@@ -14,23 +14,31 @@ from .mma_v3 import accelerate_v3, split_tf32x3, uses_wgmma, wgmma_kind
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
-#: operand element types mma.sync m16n8k16 takes here, with an f32 accumulator
+#: operand element types mma.sync m16n8k16 takes here
 MMA_INPUTS = ("f16", "bf16")
+#: the accumulator types it writes for each (PTX: an f16 accumulator for f16 operands only)
+MMA_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",)}
 
 
 def warps_per_tile(shape: tuple, num_warps: int) -> tuple | None:
     """Triton's warpsPerTileV2: give warps to M or N, whichever has more instruction tiles per
-    warp, until all `num_warps` are placed. None when they cannot all be placed without two
-    warps computing the same tile, or when the warps' tile does not divide the shape."""
+    warp, until all `num_warps` are placed. Warps past a small shape's tiles compute copies
+    (the layout replicates the tensor over them); None when the warps' tile does not divide
+    the shape."""
     wm, wn = 1, 1
     while wm * wn < num_warps:
         if shape[0] // (MMA_M * wm) >= shape[1] // (MMA_N * wn) and wm < shape[0] // MMA_M:
             wm *= 2
         else:
             wn *= 2
-    if shape[0] % (MMA_M * wm) or shape[1] % (MMA_N * wn):
+    if not (_tiles(shape[0], MMA_M * wm) and _tiles(shape[1], MMA_N * wn)):
         return None
     return wm, wn
+
+
+def _tiles(size: int, tile: int) -> bool:
+    """Whether the warps' tile divides a dim, or (replicated warps) the dim divides the tile."""
+    return size % tile == 0 or tile % size == 0
 
 
 def _element_name(t) -> str:
@@ -40,8 +48,9 @@ def _element_name(t) -> str:
 
 def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
     """The MMA v2 accumulator layout a `tt.dot` can use, or None when it must stay on FMA: fp32
-    (even where tf32 is allowed), integer and fp8 operands, a non-f32 accumulator, a blocked
-    layout missing, or M/N/K not multiples of 16/8/16 the warps can tile."""
+    (even where tf32 is allowed), integer and fp8 operands, an accumulator other than f32 (or
+    f16 for f16 operands), a blocked layout missing, or M/N/K not multiples of 16/8/16 the
+    warps can tile."""
     a, b, c = op.operands
     if not all(isinstance(v.type, TensorType) for v in (a, b, c)):
         return None
@@ -49,7 +58,7 @@ def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
         return None
     if _element_name(a.type) not in MMA_INPUTS or _element_name(a.type) != _element_name(b.type):
         return None
-    if _element_name(c.type) != "f32":
+    if _element_name(c.type) not in MMA_ACCUMULATORS[_element_name(a.type)]:
         return None
     m, n = c.type.shape
     k = a.type.shape[1]
@@ -64,7 +73,8 @@ def mma_encoding_for(op: Operation, num_warps: int) -> NvidiaMmaEncoding | None:
 @register_pass
 class AccelerateMatmul(Pass):
     """Rewrites each tt.dot that tensor cores can compute into a tensor-core accumulator
-    layout. Before sm_90 (f16/bf16 operands, f32 accumulator, M, N, K multiples of 16, 8, 16):
+    layout. Before sm_90, and on sm_90 for dots too small for wgmma (f16/bf16 operands, an f32
+    accumulator or f16 for f16 operands, M, N, K multiples of 16, 8, 16):
     the #ttg.nvidia_mma v2 layout with #ttg.dot_op<{parent = #mma, kWidth = 2}> operands, as
     Triton's AccelerateMatmul does for sm_80. On sm_90 (f16/bf16, tf32 for fp32 inputs, fp8;
     M a multiple of 64 per warp group): a ttng.warp_group_dot with a v3 accumulator and its

@@ -8,7 +8,9 @@ also fences the CTA), issues the copies of iteration i+num_stages-1 into the slo
 read, then runs the dot on slot i % num_stages. Copies past the loop's end are masked off
 (zero-filled, no memory read). The ops computing a load's pointer and mask (its "stage 0" slice,
 including the loop-carried pointer increments) are cloned with the induction variable moved
-num_stages-1 iterations ahead, and the carried pointers run that far ahead.
+num_stages-1 iterations ahead, and the carried pointers run that far ahead: in place when only
+that slice reads them, else as shadow iter args next to the originals, which the rest of the
+body keeps reading at the current iteration.
 """
 from __future__ import annotations
 
@@ -141,6 +143,28 @@ def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
 
 def _ordered(body, ops: set) -> list:
     return [op for op in body.ops if op in ops]
+
+
+def _read_outside_stage0(loop: ForOp, ordered: list, carried: list, loads: set) -> bool:
+    """Whether anything but the stage-0 slice needs the current iteration's value of a carried
+    index: an op outside the slice (or nested in the body) reading the iter arg or a slice op
+    computed from it, a yield of such a value into another index, or a use of the index's
+    final value after the loop. (Tutorial 06 computes K's and V's row offsets from one carried
+    scalar; only V's load is pipelined, and K's address must not run ahead with it.)"""
+    stage0 = set(ordered)
+    yield_op = loop.body.terminator
+    derived = {loop.iter_args[j] for j in carried}
+    for op in ordered:
+        if op not in loads and any(v in derived for v in op.operands):
+            derived.update(op.results)
+    for value in derived:
+        for user, index in value.uses:
+            if user is yield_op:
+                if index not in carried:
+                    return True
+            elif user not in stage0:
+                return True
+    return any(loop.results[j].has_uses() for j in carried)
 
 
 class _Emitter:
@@ -282,16 +306,12 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
         return False
     stage0, carried = found
     body = loop.body
-    # carried values run num_stages-1 iterations ahead: only stage-0 ops may read them, and
-    # nothing may read their final values after the loop
-    for index in carried:
-        if loop.results[index].has_uses():
-            return False
-        for user in loop.iter_args[index].users():
-            if user not in stage0 and user is not body.terminator:
-                return False
     ordered = _ordered(body, stage0)
     yield_op = body.terminator
+    carried = sorted(carried)
+    # the stage-0 clones read carried values num_stages-1 iterations ahead: in place when only
+    # stage 0 reads them, else from shadow copies (extra iter args) next to the originals
+    shadowed = _read_outside_stage0(loop, ordered, carried, set(loads))
 
     # buffers and prologue, before the loop
     before = _Emitter(loop)
@@ -312,19 +332,23 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
         _issue_stage(before, loop, ordered, loads, buffers, mapping, iv, before.const(p),
                      barriers)
         current = {j: mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried}
-    for j in carried:
-        loop.set_operand(3 + j, current[j])
+    shadows = [current[j] for j in carried] if shadowed else []
+    if not shadowed:
+        for j in carried:
+            loop.set_operand(3 + j, current[j])
 
-    # the loop: two more carried indices (slot to fill, slot to read)
-    new_loop = ForOp(list(loop.operands) + [before.const(stages - 1), before.const(0)],
-                     [r.type for r in loop.results] + [i32, i32], dict(loop.attributes), [],
-                     loop.loc)
+    # the loop: the shadows, then two more carried indices (slot to fill, slot to read)
+    new_loop = ForOp(list(loop.operands) + shadows + [before.const(stages - 1),
+                                                      before.const(0)],
+                     [r.type for r in loop.results] + [v.type for v in shadows] + [i32, i32],
+                     dict(loop.attributes), [], loop.loc)
     region = loop.regions.pop()
     new_loop.add_region(region)
     loop.parent.insert_before(loop, new_loop)
     for old, new in zip(loop.results, new_loop.results):
         old.replace_all_uses_with(new)
     loop.erase()
+    shadow_args = [body.add_argument(v.type, new_loop.loc) for v in shadows]
     insert_slot = body.add_argument(i32, new_loop.loc)
     extract_slot = body.add_argument(i32, new_loop.loc)
 
@@ -353,11 +377,17 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
             issue.op(BarrierOp, [], [], loc=new_loop.loc)
     iv = _plus(issue, new_loop.induction_var, lookahead)
     mapping = {new_loop.induction_var: iv}
+    mapping.update({new_loop.iter_args[j]: arg for j, arg in zip(carried, shadow_args)})
     _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot, barriers)
 
     end = _Emitter(yield_op)
-    for j in carried:
-        yield_op.set_operand(j, mapping.get(yield_op.operands[j], yield_op.operands[j]))
+    ahead = [mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried]
+    if shadowed:
+        for value in ahead:
+            yield_op._append_operand(value)
+    else:
+        for j, value in zip(carried, ahead):
+            yield_op.set_operand(j, value)
     count = end.const(stages)
     one = end.const(1)
     for slot in (insert_slot, extract_slot):

@@ -682,11 +682,13 @@ class CTA:
 
     def _mma(self, text, args):
         """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.*.f32` on each warp: gather the A
-        (16x16), B (16x8) and C (16x8) fragments of its 32 lanes, D = A @ B + C."""
-        if "m16n8k16.row.col.f32" not in text:
+        (16x16), B (16x8) and C (16x8) fragments of its 32 lanes, D = A @ B + C. The f16
+        accumulator form (`.f16.f16.f16.f16`) takes and returns C and D as two f16x2 words."""
+        f16_acc = "m16n8k16.row.col.f16.f16.f16.f16" in text
+        if "m16n8k16.row.col.f32" not in text and not f16_acc:
             raise Unsupported(f"inline PTX {text.split()[0]}")
         bf16 = ".bf16." in text
-        a_words, b_words, acc = args[0:4], args[4:6], args[6:10]
+        a_words, b_words = args[0:4], args[4:6]
 
         def halves(word):
             low = (word & np.uint64(0xFFFF)).astype(np.uint16)
@@ -694,6 +696,7 @@ class CTA:
             if bf16:
                 return [(h.astype(np.uint32) << 16).view(np.float32) for h in (low, high)]
             return [h.view(np.float16).astype(np.float32) for h in (low, high)]
+        acc = [h for word in args[6:8] for h in halves(word)] if f16_acc else args[6:10]
         out = [np.zeros(self.n, dtype=np.float32) for _ in range(4)]
         for first in range(0, self.n, WARP):
             lanes = np.arange(WARP)
@@ -712,6 +715,9 @@ class CTA:
             d = (a @ b + c).astype(np.float32)
             for i in range(4):
                 out[i][first:first + WARP] = d[g + 8 * (i // 2), 2 * t + i % 2]
+        if f16_acc:
+            bits = [o.astype(np.float16).view(np.uint16).astype(np.uint64) for o in out]
+            return [bits[0] | (bits[1] << np.uint64(16)), bits[2] | (bits[3] << np.uint64(16))]
         return out
 
     def _atom(self, op, rest, ref, outs, pred):

@@ -4,6 +4,7 @@ launch options and argument kinds the compiled path accepts, and the errors it r
 test compiles on the CPU (through ptxas when it is installed); nothing here launches."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import compiler as triton
@@ -410,10 +411,14 @@ def _f16_dot_kernel(a, b, c, N: tl.constexpr):
 
 
 def test_an_f16_accumulator_on_the_fma_path_is_carried_in_f32():
-    """test_dot3d's f16-out dots run on FMA here: rounding every fma to f16 lost accuracy K
-    times over; the loop keeps f32 and rounds once, as a tensor core would."""
-    llir = _f16_dot_kernel.warmup("*fp16:16", "*fp16:16", "*fp16:16", N=32, grid=(1,),
-                                  num_warps=1).asm["llir"]
+    """An f16-out dot left on FMA (here: a ttgir pipeline without accelerate-matmul; such dots
+    otherwise take mma.sync's f16 form): rounding every fma to f16 lost accuracy K times over;
+    the loop keeps f32 and rounds once, as a tensor core would."""
+    from tests.cpu.mma_cases import AFTER_MMA, BEFORE_MMA, compile_jit
+    args = [np.zeros(32 * 32, np.float16) for _ in range(3)]
+    compiled, _ = compile_jit(_f16_dot_kernel, args, {"N": 32}, {"num_warps": 1},
+                              f"{BEFORE_MMA},{AFTER_MMA}", stop_after=None)
+    llir = compiled.asm["llir"]
     assert "llvm.fmuladd.f32" in llir and "fmuladd.f16" not in llir
     assert "fptrunc" in llir
 

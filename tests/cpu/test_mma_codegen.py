@@ -10,6 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import compiler as triton
+import compiler.language as tl
 from compiler.compiler import compile as compile_source
 from compiler.ir import parse_module, print_module
 from compiler.runtime.specialization import ASTSource
@@ -17,6 +19,15 @@ from sample_kernels.matmul import matmul_kernel
 from tests.cpu.mma_cases import MMA_V2_TARGET, WITH_MMA, compile_jit, run_on_simt
 from tests.cpu.test_frontend_reference import ref  # noqa: F401  (fixture)
 from tests.kernels_zoo import BY_NAME, check_outputs, make_case
+
+
+@triton.jit
+def small_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                     OUT: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, out_dtype=OUT))
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")
 
@@ -207,3 +218,30 @@ def test_ldmatrix_reads_swizzled_buffers_in_either_order(op_idx, order, per_phas
     y = np.zeros_like(x)
     memory = run_kernel(kernel, (1,), [x, y])
     np.testing.assert_array_equal(memory.read(1, y), x)
+
+
+@pytest.mark.parametrize("m,n,k,warps,arch,out", [
+    (32, 32, 32, 4, 80, "f16"), (32, 32, 32, 4, 90, "f16"),     # the f16-accumulator form
+    (16, 16, 16, 4, 90, "f16"), (32, 32, 128, 16, 90, "f32"),   # more warps than tiles
+    (16, 64, 32, 8, 80, "f32")])
+def test_small_dots_run_on_mma_sync(m, n, k, warps, arch, out):
+    """Dots that used to stay on FMA run on mma.sync as Triton's do: out_dtype=float16 with f16
+    operands through the `.f16.f16.f16.f16` form (the accumulator as two f16x2 words), tiles
+    too small for wgmma on sm_90, and tiles with fewer instruction tiles than warps (Triton's
+    warpsPerTileV2 then places warps past the shape, which compute copies). Checked on the
+    SIMT evaluator against numpy."""
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not on the PATH")
+    rng = np.random.default_rng(m + n + k)
+    a = (rng.integers(-3, 4, (m, k)) / 4).astype(np.float16)
+    b = (rng.integers(-3, 4, (k, n)) / 4).astype(np.float16)
+    c = np.zeros((m, n), np.float16 if out == "f16" else np.float32)
+    compiled, runtime = compile_jit(small_dot_kernel, [a, b, c],
+                                    {"M": m, "N": n, "K": k,
+                                     "OUT": tl.float16 if out == "f16" else tl.float32},
+                                    {"num_warps": warps}, None, stop_after=None,
+                                    target={"arch": arch})
+    assert f"mma.sync.aligned.m16n8k16.row.col.{out}.f16.f16.{out}" in compiled.asm["ptx"]
+    out_array, = run_on_simt(compiled, (1, 1), runtime, [c])
+    np.testing.assert_allclose(out_array.astype(np.float32),
+                               a.astype(np.float32) @ b.astype(np.float32), rtol=0, atol=1e-2)

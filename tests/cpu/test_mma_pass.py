@@ -42,7 +42,6 @@ def test_fires_for_half_precision_128x128x32_with_4_warps(element, ir_type):
 @pytest.mark.parametrize("element,m,n,k,num_warps,acc", [
     ("fp32", 128, 128, 32, 4, "fp32"),      # fp32 stays on FMA (tf32 is not used yet)
     ("i8", 128, 128, 32, 4, "i32"),         # int8 stays on FMA
-    ("fp16", 16, 16, 16, 4, "fp32"),        # 4 warps cannot tile 16x16 without duplicates
 ])
 def test_does_not_fire(element, m, n, k, num_warps, acc):
     before, after, fired = accelerate(element, m, n, k, num_warps, acc)
@@ -100,7 +99,8 @@ def test_warps_per_tile_follows_tritons_rule():
     assert warps_per_tile((128, 256), 8) == (2, 4)
     assert warps_per_tile((16, 32), 4) == (1, 4)
     assert warps_per_tile((16, 16), 1) == (1, 1)
-    assert warps_per_tile((16, 16), 4) is None
+    assert warps_per_tile((16, 16), 4) == (1, 4)     # two warps per tile compute copies
+    assert warps_per_tile((32, 32), 16) == (2, 8)
 
 
 def test_whole_pipeline_carries_the_accumulator_in_mma_and_stages_operands_swizzled():

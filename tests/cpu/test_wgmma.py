@@ -11,6 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import compiler as triton
+import compiler.language as tl
 from compiler.analysis.layout_to_linear import OFFSET, to_linear_layout
 from compiler.codegen.lower_wgmma import fragment_registers
 from compiler.codegen.nvmma import descriptor_fields, offset_of
@@ -307,3 +309,25 @@ def test_default_matmul_configs_do_not_spill(block_n, num_warps):
                               options={"num_warps": num_warps, "arch": 90, "num_stages": 3})
     assert "wgmma.mma_async" in compiled.asm["ptx"]
     assert compiled.trace.cubin_info["spill_stores"] == 0
+
+
+@triton.jit
+def _int8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("m,n,k", [(64, 64, 32), (128, 16, 32)])
+def test_int8_dots_use_s8_wgmma_with_an_i32_accumulator(m, n, k):
+    """int8 x int8 -> int32 on sm_90 is a wgmma `.s32.s8.s8` (K = 32, both operands K-major,
+    no scale/transpose immediates), as Triton does; it used to stay on FMA."""
+    args = [np.zeros((m, k), np.int8), np.zeros((k, n), np.int8), np.zeros((m, n), np.int32)]
+    compiled, _ = compile_jit(_int8_dot_kernel, args, {"M": m, "N": n, "K": k},
+                              {"num_warps": 4}, None, stop_after=None, target={"arch": 90})
+    assert "ttng.warp_group_dot" in compiled.asm["ttgir"]
+    ptx = compiled.asm["ptx"]
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{n}k32\.s32\.s8\.s8 ", ptx), ptx[:200]
+    assert compiled.asm.get("cubin")
