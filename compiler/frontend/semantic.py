@@ -736,8 +736,9 @@ class Semantic:
     def to_pointer_shape(self, t: tensor, ptr: tensor, what: str) -> tensor:
         """`t` (a value, `other` or mask of a memory op) broadcast to the pointer's shape. A
         block must already have the pointer's rank: as in Triton, no leading dims are added
-        (a [1, 32] value stored through a [32, 32, 32] pointer is an error, not 32 copies)."""
-        if t.is_block() and ptr.is_block() and len(t.shape) != len(ptr.shape):
+        (a [1, 32] value stored through a [32, 32, 32] pointer is an error, not 32 copies).
+        A rank-0 block (`tl.full([], v, dtype)`) is a scalar and fills the pointer's shape."""
+        if t.is_block() and ptr.is_block() and len(t.shape) not in (0, len(ptr.shape)):
             raise SemanticError(f"cannot broadcast the {what} of shape {list(t.shape)} to the "
                                 f"pointer's shape {list(ptr.shape)}: the ranks differ "
                                 f"({len(t.shape)} vs {len(ptr.shape)}); give it the pointer's "

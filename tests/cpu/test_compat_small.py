@@ -109,3 +109,20 @@ def test_an_imperfect_nest_is_left_alone():
         tl.store(out, acc)
     compiled = imperfect.warmup("*i32", "i32", grid=(1,))
     assert compiled.asm["ttgir"].count("scf.for") == 2
+
+
+@triton.jit
+def _store_rank0_full(out, val, dtype: tl.constexpr):
+    a = tl.full([], val, dtype)
+    tl.store(out + tl.arange(0, 128), a)
+
+
+@pytest.mark.parametrize("dtype, np_dtype", [(tl.int32, np.int32), (tl.float16, np.float16)])
+def test_a_rank0_full_stored_through_a_block_pointer_fills_it(dtype, np_dtype):
+    """Triton's test_full stores `tl.full([], val)` through 128 pointers: a scalar broadcast,
+    not the rank mismatch that a [1, 32] value through a [32, 32, 32] pointer is."""
+    _store_rank0_full.warmup("*i32" if np_dtype is np.int32 else "*fp16", "i32", dtype=dtype,
+                             grid=(1,))
+    out = np.zeros(128, dtype=np_dtype)
+    _store_rank0_full[(1,)](out, 7, dtype=dtype, interpret=True)
+    assert (out == 7).all()
