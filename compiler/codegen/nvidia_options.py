@@ -44,9 +44,9 @@ class NvidiaOptions(BackendOptions):
     warp_size: int = dataclasses.field(default=32, metadata={
         "check": lambda v: v == 32, "allowed": "32 (NVIDIA warps have 32 threads)"})
     line_info: bool = True
-    #: host tensor descriptors copied by TMA (cp.async.bulk.tensor with mbarriers) on sm_90+;
-    #: off by default until the H200 tier has checked it (descriptors then use pointer loads)
-    tma: bool = False
+    #: host tensor descriptors copied by TMA (cp.async.bulk.tensor with mbarriers) on sm_90+,
+    #: as Triton does (the H200 tier checks both paths); `tma=False` keeps them on pointer loads
+    tma: bool = True
 
     @property
     def ptx_arch(self) -> str:

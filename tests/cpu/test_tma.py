@@ -223,8 +223,13 @@ def test_the_pipeliner_issues_tma_loads_stages_minus_one_ahead():
     assert any("3-stage TMA pipeline" in str(p) for p in pipeline.patterns)
 
 
-def test_without_the_option_descriptors_stay_on_pointers():
+def test_tma_is_the_default_on_sm90():
     compiled = _compile("ttgir", target={"arch": 90})
+    assert "ttng.async_tma" in compiled.trace.stages["ttgir"]
+
+
+def test_without_the_option_descriptors_stay_on_pointers():
+    compiled = _compile("ttgir", target={"arch": 90, "tma": False})
     text = compiled.trace.stages["ttgir"]
     assert "tt.nv_tma_desc" not in text and "ttng.async_tma" not in text
     assert "ttg.async_copy_global_to_local" in text      # the cp.async pipeline as before
