@@ -17,6 +17,14 @@ three things):
   waits for it just before its first reader, in a wait that is already there when one
   guarantees it (the q.k^T wait) or in a new one.
 
+A dot that reads a shared buffer the body itself fills from registers (a `ttg.local_alloc` of
+the loop, say a transposed tile: tutorial 06's dq += ds @ kT^T) is waited for at once whatever
+its result feeds: that buffer lives only to the dot's wait, so the allocator may give its bytes
+to a buffer that the next iteration writes before any wait (tutorial 06's dq loop stores the
+next kT there while the previous dq wgmma still reads it). Only operands defined outside the
+loop, or slots of the pipeliner's multi-buffers (`ttg.memdesc_index`), may be read by a dot in
+flight past its iteration (Triton's rule, `dotCanBeProperlyAsync`).
+
 Every choice leaves, before the end of the body's last dot, a wait that completes all of the
 previous iteration's dots, so the slot they read can be refilled after it.
 """
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 from compiler.analysis.conversion import tensor_plan
 from compiler.analysis.layout_to_linear import LayoutConversionError
-from compiler.dialects.ttg import ConvertLayoutOp
+from compiler.dialects.ttg import ConvertLayoutOp, MemDescIndexOp, MemDescType
 from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir.attributes import BoolAttr, IntegerAttr
 from compiler.ir.core import Block, Operation, Value
@@ -104,6 +112,22 @@ def _covering_wait(body: Block, before: Operation) -> Operation | None:
     return None
 
 
+def _reads_a_buffer_of_the_iteration(dot: Operation, body: Block) -> bool:
+    """Whether a shared-memory operand of `dot` is defined in `body` by an op other than
+    `ttg.memdesc_index` (a multi-buffer's slot): a buffer that lives only in this iteration."""
+    for operand in dot.operands[:ACCUMULATOR]:
+        definer = operand.owner_op
+        if not isinstance(operand.type, MemDescType) or definer is None or \
+                isinstance(definer, MemDescIndexOp):
+            continue
+        op = definer
+        while op is not None and op.parent is not body:
+            op = op.parent_op
+        if op is not None:
+            return True
+    return False
+
+
 def _report(ctx, pattern: str, op: Operation) -> None:
     if ctx is not None:
         ctx.record_pattern(pattern, op=op)
@@ -156,6 +180,10 @@ def relax_dot_waits(body: Block, ctx=None) -> Operation | None:
         carried = [index for user, index in uses if user is body.terminator]
         if not all(_feeds_accumulator(u) or u[0] is body.terminator for u in uses):
             _report(ctx, "wgmma result read at once: wait with pendings 0", dot)
+            last = wait
+            continue
+        if _reads_a_buffer_of_the_iteration(dot, body):
+            _report(ctx, "wgmma reads a buffer of its iteration: wait with pendings 0", dot)
             last = wait
             continue
         if all(_feeds_accumulator(u) for i in carried for u in readers(loop_args[i])):
