@@ -56,7 +56,8 @@ def _cp_async(ctx, dst, src, pred, nbytes: int) -> None:
     src_size = i32(nbytes) if pred is None else b.select(pred, i32(nbytes), i32(0))
     cache = "cg" if nbytes == 16 else "ca"
     asm = f"cp.async.{cache}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
-    inline_ptx(b, ir.VoidType(), asm, "r,l,r", [dst, src, src_size])
+    # the memory clobber keeps LLVM from moving this thread's shared loads across the copy
+    inline_ptx(b, ir.VoidType(), asm, "r,l,r,~{memory}", [dst, src, src_size])
 
 
 @lowers(ttg.AsyncCopyGlobalToLocalOp)
@@ -104,6 +105,6 @@ def lower_async_commit_group(ctx, op):
 def lower_async_wait(ctx, op):
     """`ttg.async_wait {num}`: `cp.async.wait_group num`, then a CTA barrier."""
     num = op.attributes["num"].value
-    inline_ptx(ctx.builder, ir.VoidType(), f"cp.async.wait_group {num};", "", [])
+    inline_ptx(ctx.builder, ir.VoidType(), f"cp.async.wait_group {num};", "~{memory}", [])
     barrier(ctx.builder)
 

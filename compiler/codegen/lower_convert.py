@@ -360,10 +360,16 @@ def fence_for_async_proxy(ctx, shared_layout) -> None:
 @lowers(ttg.LocalAllocOp)
 def lower_local_alloc(ctx, op):
     """`ttg.local_alloc`: a row-major shared buffer (offset planned before lowering), written
-    from registers when an initial value is given."""
+    from registers when an initial value is given. An empty one (the pipeliner's multi-buffer)
+    starts with a CTA barrier: the allocator may have given its bytes to a buffer whose last
+    readers (say a layout conversion's scratch, read by other warps) are still running, and the
+    async copies that fill it next have no barrier of their own (tutorial 06's dq, whose `m`
+    scratch the first prefetched vT tile overwrote)."""
     base = ctx.local_buffer(op)
     ctx.set(op.results[0], [base])
-    if op.operands:
+    if not op.operands:
+        barrier(ctx.builder)
+    else:
         barrier(ctx.builder)
         write_buffer(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
                      op.results[0].type.encoding)

@@ -14,7 +14,7 @@ import compiler as triton
 import compiler.language as tl
 from compiler.runtime.interpreter import interpret
 from tests.cpu.mma_cases import compile_jit
-from tests.cpu.wgmma_hazards import wgmma_read_races
+from tests.cpu.wgmma_hazards import unbarriered_async_copies, wgmma_read_races
 
 RCP_LN2 = 1.4426950408889634
 #: the tutorial's _attn_bwd launch constants for the dq half
@@ -105,13 +105,15 @@ def case(n: int, hd: int = 64, seed: int = 0):
     return q, k_arg, v, do, M, delta.astype(np.float32), ref_dq
 
 
-def compile_dq(n: int, arch: int = 90, options: dict | None = None):
-    """The dq kernel compiled for sm_`arch` with the tutorial's constants, for an n-token head;
-    returns (compiled, runtime arguments, dq array, reference dq)."""
+def compile_dq(n: int, arch: int = 90, options: dict | None = None,
+               stop_after: str = "ttgir"):
+    """The dq kernel compiled for sm_`arch` with the tutorial's constants, for an n-token head,
+    up to `stop_after`; returns (compiled, runtime arguments, dq array, reference dq)."""
     q, k, v, do, M, D, ref = case(n)
     dq = np.zeros_like(q)
     compiled, runtime = compile_jit(dq_kernel, [q, k, v, do, dq, M, D, q.shape[1]], CONSTS,
-                                    options or OPTIONS, None, target={"arch": arch})
+                                    options or OPTIONS, None, stop_after=stop_after,
+                                    target={"arch": arch})
     return compiled, runtime, dq, ref
 
 
@@ -120,6 +122,21 @@ def test_no_wgmma_reads_a_buffer_that_the_next_step_overwrites():
     func = compiled.ttgir_module.functions()[0]
     assert "ttng.warp_group_dot" in compiled.asm["ttgir"]
     assert wgmma_read_races(func) == []
+
+
+@pytest.mark.parametrize("stages", [OPTIONS["num_stages"], 3])
+@pytest.mark.parametrize("arch", [90, 80])
+def test_no_async_copy_overwrites_bytes_another_warp_may_still_read(arch, stages):
+    # each loop's multi-buffer reuses the bytes of the conversion scratch that broadcasts `m`
+    # to the dot layout just before it; without a barrier between that scratch's reads and the
+    # first prefetch (and with LLVM free to sink the reads past the copies), some warps read
+    # vT data as `m` (huge dq rows on the H200 at stages 3 and 5, right at stages 1)
+    compiled, *_ = compile_dq(1024, arch, {**OPTIONS, "num_stages": stages}, stop_after="ptx")
+    assert "cp.async.cg.shared.global" in compiled.asm["ptx"]
+    assert unbarriered_async_copies(compiled.asm["ptx"]) == []
+    copies = [line for line in compiled.asm["llir"].splitlines()
+              if "cp.async.c" in line and ".shared.global" in line]
+    assert copies and all("~{memory}" in line for line in copies)
 
 
 @pytest.mark.parametrize("arch", [90, 80])

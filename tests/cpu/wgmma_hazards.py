@@ -8,8 +8,16 @@ Each in-flight dot reads the bytes of the buffers its shared operands come from 
 slot counts as the whole multi-buffer); every op of the body with an `allocation.offset` that
 writes shared memory (a `ttg.local_alloc` of a register tile, a layout conversion's scratch)
 must not touch them. The pipeliner's own slot refills (async copies into a slot) are not
-checked here: tests/cpu/test_pipeline_*.py cover their order."""
+checked there: tests/cpu/test_pipeline_*.py cover their order.
+
+`unbarriered_async_copies` checks the emitted PTX for the other half: a `cp.async` has no
+barrier of its own, so every shared read that comes before it in the program (another warp's
+`ld.shared` of a conversion scratch whose bytes the copy's buffer reuses) must be separated from
+it by a `bar.sync` (tutorial 06's dq: the prologue's first vT prefetch overwrote the `m`
+scratch that other warps were still reading)."""
 from __future__ import annotations
+
+import re
 
 from compiler.analysis.shared_memory import buffers
 from compiler.dialects.scf import ForOp
@@ -61,4 +69,25 @@ def wgmma_read_races(func) -> list[str]:
                             races.append(f"iteration {iteration}: {op.name} at {op.loc} writes "
                                          f"[{start}, {start + size}) while the dot at {dot.loc} "
                                          f"still reads it")
+    return races
+
+
+_SHARED_READ = re.compile(r"^\s*(@%p\d+\s+)?(ld\.shared|ldmatrix)")
+_BARRIER = re.compile(r"^\s*(@%p\d+\s+)?bar\.sync")
+_ASYNC_COPY = re.compile(r"^\s*(@%p\d+\s+)?cp\.async\.c[ag]\.shared")
+
+
+def unbarriered_async_copies(ptx: str) -> list[str]:
+    """Each `cp.async` of `ptx` whose nearest earlier shared read or CTA barrier, in program
+    text order, is a shared read (no barrier between them: another warp may still be reading
+    bytes the copy overwrites), as 'line N: ...' (empty: none). Conservative: addresses are
+    not compared."""
+    races = []
+    last = None                 # (line number, text) of the latest read or barrier
+    for number, line in enumerate(ptx.splitlines(), 1):
+        if _SHARED_READ.match(line) or _BARRIER.match(line):
+            last = (number, line.strip())
+        elif _ASYNC_COPY.match(line) and last is not None and not _BARRIER.match(last[1]):
+            races.append(f"line {number}: {line.strip()} follows line {last[0]}: {last[1]} "
+                         f"with no bar.sync between")
     return races
