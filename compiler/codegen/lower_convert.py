@@ -367,10 +367,8 @@ def lower_local_alloc(ctx, op):
     scratch the first prefetched vT tile overwrote)."""
     base = ctx.local_buffer(op)
     ctx.set(op.results[0], [base])
-    if not op.operands:
-        barrier(ctx.builder)
-    else:
-        barrier(ctx.builder)
+    barrier(ctx.builder)
+    if op.operands:
         write_buffer(ctx, base, op.operands[0].type, ctx.get(op.operands[0]),
                      op.results[0].type.encoding)
         fence_for_async_proxy(ctx, op.results[0].type.encoding)
