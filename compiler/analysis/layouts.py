@@ -65,14 +65,17 @@ def _blocked_slots(layout: BlockedEncoding, shape: tuple) -> tuple:
     return tuple(slots)
 
 
+def slice_root(layout):
+    """The layout under a chain of slices (the layout itself when it is not a slice)."""
+    while isinstance(layout, SliceEncoding):
+        layout = layout.parent
+    return layout
+
+
 def has_slot_model(layout) -> bool:
     """Whether the layout has the `RegisterSlot` model here: a chain of slice layouts over a
     blocked root, or an mma v2 accumulator or operand."""
-    if is_mma_family(layout):
-        return True
-    while isinstance(layout, SliceEncoding):
-        layout = layout.parent
-    return isinstance(layout, BlockedEncoding)
+    return is_mma_family(layout) or isinstance(slice_root(layout), BlockedEncoding)
 
 
 def _linear(layout, shape: tuple):

@@ -99,12 +99,6 @@ def shared_layout_problem(layout, shape: tuple) -> str | None:
     return None
 
 
-def _slice_root(layout):
-    while isinstance(layout, SliceEncoding):
-        layout = layout.parent
-    return layout
-
-
 def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int = 32,
                    count_registers: bool = True) -> str | None:
     """Why a tensor of `shape` in `layout` cannot be lowered (one sentence), or None when the
@@ -123,11 +117,14 @@ def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int =
         parent_shape = shape[:layout.dim] + (1,) + shape[layout.dim:]
         problem = layout_problem(layout.parent, parent_shape, num_warps, threads_per_warp,
                                  count_registers=False)
-        if problem or not count_registers or not isinstance(_slice_root(layout), BlockedEncoding):
+        if problem or not count_registers:
             return problem
-        from compiler.analysis.layouts import elements_per_thread
+        from compiler.analysis.layouts import elements_per_thread, slice_root
+        root = slice_root(layout)
+        if not isinstance(root, BlockedEncoding):
+            return None
         return _register_problem(elements_per_thread(layout, shape), shape,
-                                 _slice_root(layout).size_per_thread)
+                                 root.size_per_thread)
     if isinstance(layout, DotOperandEncoding):
         if layout.op_idx not in (0, 1):
             return f"dot operand opIdx = {layout.op_idx} must be 0 (A) or 1 (B)"
