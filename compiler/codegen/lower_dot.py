@@ -2,8 +2,9 @@
 whatever layout they are in), then a loop over k gives every accumulator register (m, n) its
 a[m, k] * b[k, n]; each thread loads its rows of A and columns of B once per k. The loop is a
 real LLVM loop with the accumulator registers as phis, so a 128x256x64 tile stays small code.
-f16/bf16/int8 inputs are widened to the accumulator's type; an f16/bf16 accumulator is kept in
-f32 inside the loop and rounded once."""
+f16/bf16/int8 inputs are widened to the accumulator's type (fp8 bytes through the fp8 conversions
+of `compiler.codegen.fp8`); an f16/bf16 accumulator is kept in f32 inside the loop and rounded
+once."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -13,6 +14,7 @@ from compiler.analysis import layouts
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.types import TensorType
 
+from .fp8 import convert_fp8, is_fp8
 from .llvm_helpers import (F32, BFloatType, barrier, byte_width, call_intrinsic, i32, llvm_type,
                            type_bits)
 from .lower_convert import shared_load, write_row_major
@@ -26,6 +28,15 @@ def _widen(b, value, ty):
     if isinstance(ty, ir.IntType):
         return b.sext(value, ty)
     return b.fpext(value, ty)
+
+
+def _widen_operand(b, values: list, element, ty) -> list:
+    """Loaded operand registers of IR element type `element` in the accumulator's type `ty`:
+    fp8 bytes through the PTX fp8 conversions (an `fpext` cannot read a byte), others by
+    `_widen`."""
+    if is_fp8(str(element)):
+        return convert_fp8(b, values, str(element), "f32" if ty == F32 else str(ty), ty)
+    return [_widen(b, v, ty) for v in values]
 
 
 def _to_shared(ctx, value, offset_bytes: int):
@@ -104,9 +115,11 @@ def lower_dot(ctx, op):
     accs = [b.phi(acc_ty) for _ in acc_init]
     for phi, init in zip(accs, acc_init):
         phi.add_incoming(init, pre)
-    a_vals = [_widen(b, shared_load(ctx, a_base, b.add(r, kk), a_ty), acc_ty) for r in rows]
+    a_vals = _widen_operand(b, [shared_load(ctx, a_base, b.add(r, kk), a_ty) for r in rows],
+                            a.type.element, acc_ty)
     b_row = b.mul(kk, i32(n))
-    b_vals = [_widen(b, shared_load(ctx, b_base, b.add(b_row, col), b_ty), acc_ty) for col in cols]
+    b_vals = _widen_operand(b, [shared_load(ctx, b_base, b.add(b_row, col), b_ty) for col in cols],
+                            bv.type.element, acc_ty)
     is_float = not isinstance(acc_ty, ir.IntType)
     suffix = {16: "f16", 32: "f32", 64: "f64"}.get(type_bits(acc_ty), "f32")
     new_accs = []

@@ -81,3 +81,29 @@ def test_fp8_dot_adds_its_partial_accumulator_every_max_num_imprecise_acc(acc,
     assert "wgmma.mma_async.sync.aligned" in ptx
     registers = 64 * 64 // (32 * 4)
     assert ptx.count("add.f32") == registers * adds_per_register
+
+
+@triton.jit
+def small_fp8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                         K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] + rn[None, :] * K)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b).to(tl.float16))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kind", ["fp8e4nv", "fp8e5"])
+@pytest.mark.parametrize("shape,warps", [((64, 32, 32), 2), ((32, 64, 32), 2)])
+def test_fp8_dot_on_fma_widens_through_the_ptx_conversions(kind, shape, warps):
+    """An fp8 dot too small for wgmma (2 warps: Triton's matmul tutorial configs 64x32x32 and
+    32x64x32) runs on FMA; its operands were widened with `fpext i8`, LLVM IR that LLVM
+    rejects (an internal error on the H200 bench's config sweep)."""
+    m, n, k = shape
+    source = ASTSource(small_fp8_dot_kernel,
+                       {"a_ptr": f"*{kind}", "b_ptr": f"*{kind}", "c_ptr": "*fp16"},
+                       {"M": m, "N": n, "K": k}, {"divisibility_16": ["a_ptr", "b_ptr", "c_ptr"]})
+    kernel = compile_source(source, options={"num_warps": warps, "arch": 90})
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"cvt\.rn\.f16x2\.e[45]m[32]x2", ptx)
+    assert "fma.rn.f32" in ptx and kernel.asm.get("cubin")
