@@ -22,7 +22,7 @@ case $part in
   attention)
     timeout ${BENCH_TIMEOUT:-560} python3 bench/bench_attention.py --out "$out" 2>&1 | tee "$out/attention.log" | tail -12 ;;
   tutorials)
-    timeout ${BENCH_TIMEOUT:-560} python3 bench/tutorials_vs_triton.py --refs "${REFS:?set REFS to Triton's tutorials}" \
+    timeout ${BENCH_TIMEOUT:-560} python3 bench/tutorials_vs_triton.py --refs "${REFS:?set REFS to the folder of the tutorial files}" \
         --points ${POINTS:-1} --out "$out" ${ONLY:+--only $ONLY} 2>&1 | tee "$out/tutorials.log" | tail -40 ;;
   *) echo "unknown part '$part' (tier, matmul, attention, tutorials)" >&2; exit 2 ;;
 esac
