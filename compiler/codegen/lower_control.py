@@ -1,9 +1,16 @@
 """Structured control flow to LLVM branches: scf.for (a header with phi nodes for the induction
 variable and every register of every loop-carried tensor), scf.if (a merge block with phis),
-scf.while (before/after blocks), and tt.return."""
+scf.while (before/after blocks), and tt.return.
+
+A loop that leaves wgmma groups in flight (its results go straight into a
+`ttng.warp_group_dot_wait`) gets a guard of its own and that wait on its exit path: the loop's
+wgmma groups complete before the path that skips the loop joins it. With the wait only after
+the join, the init registers the skipping path sets (zero accumulators) can sit between the
+loop's wgmmas and their wait, and ptxas then serializes every wgmma of the loop (its warning
+C7515)."""
 from __future__ import annotations
 
-from compiler.dialects import scf, tt
+from compiler.dialects import scf, tt, ttng
 
 from .lowering import LoweringError
 from .registry import lowers
@@ -25,14 +32,37 @@ def _phis(builder, template: list) -> list:
     return [builder.phi(v.type) for v in template]
 
 
+def in_flight_wait(op):
+    """The `ttng.warp_group_dot_wait` right after loop `op` that waits on its results (the
+    loop's last wgmma groups are still running when it exits), or None."""
+    block = op.parent
+    following = block.ops[block.ops.index(op) + 1:] if block is not None else []
+    wait = following[0] if following else None
+    if isinstance(wait, ttng.WarpGroupDotWaitOp) and \
+            any(v.owner_op is op for v in wait.operands):
+        return wait
+    return None
+
+
 @lowers(scf.ForOp)
 def lower_for(ctx, op):
-    """`scf.for`: header (phis, `iv < ub`), body, latch (`iv + step`), exit."""
+    """`scf.for`: header (phis, `iv < ub`), body, latch (`iv + step`), exit. A loop with
+    wgmma groups in flight at its exit is guarded (`lb < ub`) and waits on its exit path
+    (module docstring)."""
     b = ctx.builder
     lb, ub, step = (ctx.get(v)[0] for v in op.operands[:3])
     inits = [ctx.get(v) for v in op.operands[3:]]
     counts = [len(v) for v in inits]
     flat_inits = _flatten(inits)
+    unsigned = "unsignedCmp" in op.attributes
+    wait = in_flight_wait(op)
+    if wait is not None:
+        skip_from = b.block
+        guarded = b.append_basic_block("for.guarded")
+        merge = b.append_basic_block("for.merge")
+        first = b.icmp_unsigned("<", lb, ub) if unsigned else b.icmp_signed("<", lb, ub)
+        b.cbranch(first, guarded, merge)
+        b.position_at_end(guarded)
     pre = b.block
     header = b.append_basic_block("for.header")
     body = b.append_basic_block("for.body")
@@ -44,7 +74,6 @@ def lower_for(ctx, op):
     carried = _phis(b, flat_inits)
     for phi, init in zip(carried, flat_inits):
         phi.add_incoming(init, pre)
-    unsigned = "unsignedCmp" in op.attributes
     cond = b.icmp_unsigned("<", iv, ub) if unsigned else b.icmp_signed("<", iv, ub)
     b.cbranch(cond, body, exit_)
     b.position_at_end(body)
@@ -60,8 +89,37 @@ def lower_for(ctx, op):
         phi.add_incoming(value, latch)
     b.branch(header)
     b.position_at_end(exit_)
-    for result, values in zip(op.results, _unflatten(carried, counts)):
+    results = _unflatten(carried, counts)
+    if wait is not None:
+        results = _wait_on_exit(ctx, op, wait, results, inits, skip_from, merge)
+    for result, values in zip(op.results, results):
         ctx.set(result, values)
+
+
+def _wait_on_exit(ctx, op, wait, results: list, inits: list, skip_from, merge) -> list:
+    """On the loop's exit path, `wgmma.wait_group` (the following wait's pendings) on the
+    results that wait names; then join the path that skipped the loop (`inits`) in `merge`.
+    The wait itself still runs after the join (a no-op for the loop's groups by then)."""
+    from .lower_wgmma import wait_group
+    b = ctx.builder
+    chosen = sorted({v.index for v in wait.operands if v.owner_op is op and results[v.index]})
+    out = wait_group(b, [r for i in chosen for r in results[i]],
+                     wait.attributes["pendings"].value)
+    start = 0
+    for i in chosen:
+        results[i] = out[start:start + len(results[i])]
+        start += len(results[i])
+    exit_from = b.block
+    b.branch(merge)
+    b.position_at_end(merge)
+    joined = []
+    for values, init in zip(results, inits):
+        phis = _phis(b, values)
+        for phi, value, first in zip(phis, values, init):
+            phi.add_incoming(first, skip_from)
+            phi.add_incoming(value, exit_from)
+        joined.append(phis)
+    return joined
 
 
 @lowers(scf.IfOp)
