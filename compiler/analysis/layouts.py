@@ -222,6 +222,11 @@ MMA_M, MMA_N = 16, 8
 #: the kWidth of 16-bit operands, whose instruction (m16n8k16) has K = MMA_K
 F16_K_WIDTH = 2
 MMA_K = 8 * F16_K_WIDTH
+#: operand element type -> (kWidth, accumulator types) of the mma.sync forms: m16n8k16 f16/bf16
+#: (an f16 accumulator for f16 operands only, as PTX allows), m16n8k8 tf32 for fp32 operands,
+#: m16n8k32 s8 for int8, accumulating in s32
+MMA_V2_OPERANDS = {"f16": (2, ("f32", "f16")), "bf16": (2, ("f32",)), "f32": (1, ("f32",)),
+                   "i8": (4, ("i32",))}
 
 
 def mma_k(k_width: int) -> int:

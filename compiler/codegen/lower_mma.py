@@ -20,6 +20,7 @@ from compiler.analysis import layouts
 
 from .llvm_helpers import F16, inline_ptx, pack_words, unpack_words
 from .lower_convert import read_buffer_registers
+from .lowering import LoweringError
 from .matrix_memory import ldmatrix_registers, matrix_mode
 
 I32 = ir.IntType(32)
@@ -100,10 +101,33 @@ def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list
     return [builder.extract_value(result, i) for i in range(4)]
 
 
+def _form_problem(a, bv, c) -> str | None:
+    """Why the dot's types and operand layouts have no mma.sync form here, or None: operands of
+    one type of `MMA_V2_OPERANDS` in that type's kWidth (32 bits a register), an accumulator
+    type its form writes."""
+    element = str(a.type.element)
+    if element not in MMA_FORMS or str(bv.type.element) != element:
+        return (f"mma.sync takes f16, bf16, f32 (tf32) or i8 operands of one type, not "
+                f"{a.type.element} x {bv.type.element}")
+    want = layouts.MMA_V2_OPERANDS[element][0]
+    for v in (a, bv):
+        k_width = v.type.encoding.k_width or layouts.F16_K_WIDTH
+        if k_width != want:
+            return f"a {element} operand of mma.sync needs kWidth = {want}, not {k_width}"
+    acc = str(c.type.element)
+    allowed = layouts.MMA_V2_OPERANDS[element][1]
+    if acc not in allowed:
+        return f"mma.sync with {element} operands accumulates in {' or '.join(allowed)}, not {acc}"
+    return None
+
+
 def lower_mma_dot(ctx, op) -> None:
     """`tt.dot` with a #ttg.nvidia_mma v2 accumulator: per K step, the step's A and B fragments,
     then one mma.sync per (M, N) instruction tile of the warp."""
     a, bv, c = op.operands
+    problem = _form_problem(a, bv, c)
+    if problem:
+        raise LoweringError(f"tt.dot on mma.sync cannot be lowered: {problem}")
     b = ctx.builder
     element = str(a.type.element)
     acc = list(ctx.get(c))

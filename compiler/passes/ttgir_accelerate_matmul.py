@@ -3,7 +3,7 @@ m16n8k8 for tf32 and m16n8k32 for int8 behind the `mma_v2_tf32_int8` option) bef
 for dots wgmma cannot take, warp-group wgmma (MMA v3, `compiler.passes.mma_v3`) on sm_90."""
 from __future__ import annotations
 
-from compiler.analysis.layouts import MMA_M, MMA_N, mma_k
+from compiler.analysis.layouts import MMA_M, MMA_N, MMA_V2_OPERANDS, mma_k
 from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir.core import Module, Operation
@@ -15,11 +15,6 @@ from .mma_v3 import accelerate_v3, split_tf32x3, uses_wgmma, wgmma_kind
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ttgir_rewrite import fold_converts, relayout_op
 
-#: operand element type -> (kWidth: elements per 32-bit register, accumulator types) of the
-#: mma.sync forms used here: m16n8k16 f16/bf16 (an f16 accumulator for f16 operands only, as
-#: PTX allows), m16n8k8 tf32 for fp32 operands, m16n8k32 s8 accumulating in s32 (`.satfinite`)
-MMA_V2_KINDS = {"f16": (2, ("f32", "f16")), "bf16": (2, ("f32",)), "f32": (1, ("f32",)),
-                "i8": (4, ("i32",))}
 #: the operand types behind the `mma_v2_tf32_int8` option (off: they stay on FMA)
 NARROW_INPUTS = ("f32", "i8")
 #: the first capability with mma.sync m16n8k8 tf32 and m16n8k32 s8 (Ampere)
@@ -53,13 +48,13 @@ def mma_k_width(op: Operation, narrow: bool) -> int | None:
     (4). Both operands must have the same element type."""
     a, b = op.operands[0].type, op.operands[1].type
     name = str(a.element)
-    if name != str(b.element) or name not in MMA_V2_KINDS:
+    if name != str(b.element) or name not in MMA_V2_OPERANDS:
         return None
     if name in NARROW_INPUTS and not narrow:
         return None
     if name == "f32" and op.input_precision == "ieee":
         return None
-    return MMA_V2_KINDS[name][0]
+    return MMA_V2_OPERANDS[name][0]
 
 
 def mma_encoding_for(op: Operation, num_warps: int,
@@ -74,7 +69,7 @@ def mma_encoding_for(op: Operation, num_warps: int,
     if not isinstance(c.type.encoding, BlockedEncoding) or len(c.type.shape) != 2:
         return None
     k_width = mma_k_width(op, narrow)
-    if k_width is None or str(c.type.element) not in MMA_V2_KINDS[str(a.type.element)][1]:
+    if k_width is None or str(c.type.element) not in MMA_V2_OPERANDS[str(a.type.element)][1]:
         return None
     m, n = c.type.shape
     k = a.type.shape[1]

@@ -328,3 +328,18 @@ def test_values_on_the_simt_evaluator(element, precision, m, n, k, num_warps, co
         assert np.abs(got - exact).max() > 1e-4     # really tf32, not an fp32 FMA
     else:
         np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-5)
+
+
+# ---- the lowering's guards ------------------------------------------------------------------
+@pytest.mark.parametrize("k_width,message", [
+    (2, "a f32 operand of mma.sync needs kWidth = 1, not 2"),
+    (3, "kWidth = 3 of a tensor-core layout must be a power of two"),
+])
+def test_a_wrong_kwidth_is_a_located_lowering_error(k_width, message):
+    from compiler.codegen.lowering import LoweringError, LoweringOptions, lower_module
+    from compiler.ir import parse_module
+    compiled, _, _ = compile_strided("float32", 32, 32, 32, 2, "tf32", stop_after="ttgir")
+    text = print_module(compiled.ttgir_module).replace("kWidth = 1", f"kWidth = {k_width}")
+    with pytest.raises(LoweringError) as err:
+        lower_module(parse_module(text, "k.ttgir"), LoweringOptions(ttgir_file="k.ttgir"))
+    assert message in str(err.value) and "k.ttgir:" in str(err.value)
