@@ -13,6 +13,8 @@ Groups and knobs (Triton's name -> our variable):
   runtime.override_arch          -> TILE_OVERRIDE_ARCH   (compile for this arch, e.g. "sm80";
                                                           TRITON_OVERRIDE_ARCH is read too)
   nvidia.ptxas.path              -> TILE_PTXAS_PATH      (`nvidia.ptxas.version` asks that ptxas)
+  nvidia.mma_v2_tf32_int8        -> TILE_MMA_V2_TF32_INT8 (ours, not Triton's: tf32 and int8 dots
+                                                          that wgmma cannot take on mma.sync)
 A knob Triton has and we do not is refused with an AttributeError naming the ones we have.
 """
 from __future__ import annotations
@@ -129,6 +131,13 @@ class ptxas_knobs(base_knobs):
 
 
 class nvidia_knobs(base_knobs):
+    #: tf32 (m16n8k8) and int8 (m16n8k32) dots on mma.sync (MMA v2) where wgmma cannot take
+    #: them (sm_80+; on sm_90 dots of 2 warps or below 64 rows per warp group), as Triton
+    #: does; off, they stay on FMA (the values are right either way). Off by default: it turns
+    #: on once the H200 tier (tests/gpu/test_mma_v2_narrow_gpu.py) has verified it. The compile
+    #: option `mma_v2_tf32_int8` reads the variable.
+    mma_v2_tf32_int8 = env_knob("TILE_MMA_V2_TF32_INT8", bool, False)
+
     @property
     def ptxas(self) -> ptxas_knobs:
         """The ptxas knobs (`path`, `version`)."""

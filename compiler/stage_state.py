@@ -87,6 +87,9 @@ class CompileOptions(NvidiaOptions):
         override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
         if override_arch and values.get("arch") is None:
             values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it
+        narrow_mma = environ.get("TILE_MMA_V2_TF32_INT8")
+        if narrow_mma is not None and values.get("mma_v2_tf32_int8") is None:
+            values["mma_v2_tf32_int8"] = narrow_mma.strip().lower() in ("1", "true", "yes", "on")
         if values.get("arch") is None and default_arch is not None:
             values["arch"] = default_arch()
         if "TILE_STAGE_TIMEOUT" in environ and "stage_timeout_s" not in values:

@@ -7,9 +7,10 @@ layout_to_linear`), registers in the linear layout's order, for every distribute
 What remains here besides: the `RegisterSlot` view of blocked layouts (and slices of them) and
 of mma v2 accumulators and operands, which the FMA dot, the mma.sync lowering and the blocked
 scan still read (`register_slots`, `mma_register_slots`; `has_slot_model` says which layouts
-have one), and the mma.m16n8k16 fragment constants. Blocked registers run as Triton's: within a
-thread the `sizePerThread` elements first, dims fastest-varying first (`order`), then the
-repetitions of the CTA tile, again `order` first; this is also the linear layout's order.
+have one), and the mma.sync fragment constants (m16n8k8, k16, k32: kWidth 1, 2, 4). Blocked
+registers run as Triton's: within a thread the `sizePerThread` elements first, dims
+fastest-varying first (`order`), then the repetitions of the CTA tile, again `order` first;
+this is also the linear layout's order.
 """
 from __future__ import annotations
 
@@ -198,24 +199,40 @@ def describe(layout, shape: tuple) -> str:
         return (f"{elements_per_thread(layout, shape)} elements/thread, linear layout, warps "
                 f"{num_warps_of(layout)}")
     if is_mma_family(layout):
-        return (f"{elements_per_thread(layout, shape)} elements/thread, mma.sync m16n8k16 "
-                f"tiles, warps {num_warps_of(layout)}")
+        k_width = getattr(layout, "k_width", 0) or F16_K_WIDTH
+        return (f"{elements_per_thread(layout, shape)} elements/thread, mma.sync "
+                f"m16n8k{mma_k(k_width)} tiles, warps {num_warps_of(layout)}")
     root = root_blocked(layout)
     return (f"{elements_per_thread(layout, shape)} elements/thread, CTA tile "
             f"{'x'.join(map(str, root.shape_per_cta_tile()))}, warps {num_warps_of(layout)}")
 
 
-# ---- tensor-core layouts: mma.sync m16n8k16 (Triton's MMA v2) ------------------------------------
-# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": in lane `l`, with
-# groupID g = l // 4 and threadID_in_group t = l % 4,
-#   C/D (16x8, f32): c0,c1 at (g, 2t + {0,1}); c2,c3 at (g + 8, 2t + {0,1})
-#   A (16x16, f16/bf16): a0,a1 (g, 2t+{0,1}); a2,a3 (g+8, 2t+{0,1}); a4,a5 (g, 2t+8+{0,1});
-#                        a6,a7 (g+8, 2t+8+{0,1})
-#   B (16x8, k x n): b0,b1 at (k = 2t + {0,1}, n = g); b2,b3 at (k = 2t + 8 + {0,1}, n = g)
+# ---- tensor-core layouts: mma.sync (Triton's MMA v2) ---------------------------------------------
+# The operand's kWidth is how many of its elements one 32-bit register holds (32 / bits): 2 for
+# f16/bf16 (m16n8k16), 1 for tf32 (m16n8k8), 4 for int8 (m16n8k32); the instruction's K is
+# 8 * kWidth. PTX ISA, "Matrix Fragments for mma.m16n8k{8,16,32}": in lane `l`, with groupID
+# g = l // 4 and threadID_in_group t = l % 4, and w = kWidth,
+#   C/D (16x8, f32 or s32): c0,c1 at (g, 2t + {0,1}); c2,c3 at (g + 8, 2t + {0,1})
+#   A (16 x 8w): register j of 4 holds w elements (g + 8 (j % 2), w t + 4w (j // 2) + {0..w-1})
+#   B (8w x 8, k x n): register j of 2 holds w elements (k = w t + 4w j + {0..w-1}, n = g)
 # Warps tile the tensor in a [16 * warpsPerCTA[0], 8 * warpsPerCTA[1]] CTA tile (warp id: dim 1
 # fastest), repeated over the tensor. A thread's registers: per repetition (dim 1 fastest for the
 # accumulator; for operands the K repetitions fastest), the instruction fragment in ISA order.
-MMA_M, MMA_N, MMA_K = 16, 8, 16
+MMA_M, MMA_N = 16, 8
+#: the kWidth of 16-bit operands, whose instruction (m16n8k16) has K = MMA_K
+F16_K_WIDTH = 2
+MMA_K = 8 * F16_K_WIDTH
+#: operand element type -> (kWidth, accumulator types) of the mma.sync forms: m16n8k16 f16/bf16
+#: (an f16 accumulator for f16 operands only, as PTX allows), m16n8k8 tf32 for fp32 operands,
+#: m16n8k32 s8 for int8, accumulating in s32
+MMA_V2_OPERANDS = {"f16": (2, ("f32", "f16")), "bf16": (2, ("f32",)), "f32": (1, ("f32",)),
+                   "i8": (4, ("i32",))}
+
+
+def mma_k(k_width: int) -> int:
+    """The K of the mma.sync instruction whose operands pack `k_width` elements per register
+    (m16n8k8 for tf32, m16n8k16 for f16/bf16, m16n8k32 for int8)."""
+    return 8 * k_width
 
 
 def is_mma_family(layout) -> bool:
@@ -231,24 +248,35 @@ def mma_warp_coords(mma: NvidiaMmaEncoding, warp: int) -> tuple:
     return (warp // wn) % wm, warp % wn
 
 
+def mma_tile_strides(layout) -> tuple:
+    """How far apart (per dim) consecutive repetitions of a warp's instruction tile are: the
+    warps' CTA tile for the accumulator; for operands that along M (A) or N (B) and the
+    instruction's K along K."""
+    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
+    wm, wn = mma.warps_per_cta
+    op_idx = getattr(layout, "op_idx", None)
+    if op_idx is None:
+        return MMA_M * wm, MMA_N * wn
+    k = mma_k(layout.k_width or F16_K_WIDTH)
+    return (MMA_M * wm, k) if op_idx == 0 else (k, MMA_N * wn)
+
+
 def mma_repetitions(layout, shape: tuple) -> tuple:
     """How many instruction tiles each warp holds: (M reps, N reps) for the accumulator, (M reps,
     K reps) for operand A, (K reps, N reps) for operand B (at least 1 each)."""
-    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-    wm, wn = mma.warps_per_cta
-    tile = {None: (MMA_M * wm, MMA_N * wn), 0: (MMA_M * wm, MMA_K),
-            1: (MMA_K, MMA_N * wn)}[getattr(layout, "op_idx", None)]
-    return tuple(max(1, s // t) for s, t in zip(shape, tile))
+    return tuple(max(1, s // t) for s, t in zip(shape, mma_tile_strides(layout)))
 
 
 def _fragment(layout) -> list:
     """Per fragment register, its (dim 0, dim 1) offset inside one instruction tile, relative to
-    the lane's (g, 2t) position for C and A, or (2t, g) for B."""
+    the lane's (g, 2t) position for C, (g, w t) for A, or (w t, g) for B (w = kWidth)."""
     if isinstance(layout, NvidiaMmaEncoding):
         return [(0, 0), (0, 1), (8, 0), (8, 1)]
+    w = layout.k_width or F16_K_WIDTH
     if layout.op_idx == 0:
-        return [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
-    return [(0, 0), (1, 0), (8, 0), (9, 0)]
+        return [(8 * row, 4 * w * half + e) for half in range(2) for row in range(2)
+                for e in range(w)]
+    return [(4 * w * half + e, 0) for half in range(2) for e in range(w)]
 
 
 @lru_cache(maxsize=None)
@@ -264,15 +292,6 @@ def mma_register_slots(layout, shape: tuple) -> tuple:
         for offset in _fragment(layout):
             slots.append(RegisterSlot(offset, rep))
     return tuple(slots)
-
-
-def mma_tile_strides(layout) -> tuple:
-    """How far apart (per dim) consecutive repetitions of a warp's instruction tile are."""
-    mma = layout.parent if isinstance(layout, DotOperandEncoding) else layout
-    wm, wn = mma.warps_per_cta
-    op_idx = getattr(layout, "op_idx", None)
-    return {None: (MMA_M * wm, MMA_N * wn), 0: (MMA_M * wm, MMA_K),
-            1: (MMA_K, MMA_N * wn)}[op_idx]
 
 
 def mma_slot_offset(layout, slot: RegisterSlot) -> tuple:

@@ -130,6 +130,10 @@ def layout_problem(layout, shape: tuple, num_warps: int, threads_per_warp: int =
             return f"dot operand opIdx = {layout.op_idx} must be 0 (A) or 1 (B)"
         if not (isinstance(layout.k_width, int) and layout.k_width >= 0):
             return f"dot operand kWidth = {layout.k_width} must be a non-negative integer"
+        if isinstance(layout.parent, NvidiaMmaEncoding) and not _power_of_two(layout.k_width):
+            return (f"dot operand kWidth = {layout.k_width} of a tensor-core layout must be a "
+                    f"power of two (mma.sync: 32 / operand bits, 1 for tf32, 2 for f16/bf16, "
+                    f"4 for int8)")
         return layout_problem(layout.parent, shape, num_warps, threads_per_warp)
     if isinstance(layout, NvidiaMmaEncoding):
         if layout.version_major not in MMA_VERSIONS:

@@ -350,6 +350,17 @@ def read_buffer(ctx, base, value_type, shared_layout) -> list:
     return _load_registers(ctx, base, regs, offsets, vec, elem_bytes, llvm_type(value_type))
 
 
+def read_buffer_registers(ctx, base, value_type, shared_layout, registers: list) -> dict:
+    """{register: value} for `registers` of a tensor of `value_type` in a shared buffer laid out
+    by `buffer_layout` (what a dot reads of its operand per K step), in vectors where the maps
+    allow; a register repeating an element of an earlier one of the thread gets that value."""
+    regs, offsets, vec, elem_bytes = _buffer_offsets(value_type, shared_layout)
+    first = _register_map_within(regs)
+    got = _load_register_groups(ctx, base, regs, offsets, vec, elem_bytes,
+                                llvm_type(value_type), sorted({first[r] for r in registers}))
+    return {r: got[first[r]] for r in registers}
+
+
 def fence_for_async_proxy(ctx, shared_layout) -> None:
     """After ordinary stores into a buffer that wgmma reads (an nvmma_shared layout):
     `fence.proxy.async.shared::cta`, which makes them visible to the tensor cores' async proxy."""
@@ -389,8 +400,9 @@ def lower_local_store(ctx, op):
 def lower_local_load(ctx, op):
     """`ttg.local_load`: a shared buffer into registers of the result's layout: by ldmatrix
     where the offsets map allows it (tensor-core layouts), else vector loads. When only tt.dot
-    ops use a result that ldmatrix can read (or an FMA dot's operand), no registers are made:
-    the dot reads the buffer itself (region records naming the result do not count: they tie
+    ops use a result that ldmatrix can read (or an FMA dot's operand, or an mma.sync tf32/int8
+    operand, which the dot reads per K step by vector loads), no registers are made: the dot
+    reads the buffer itself (region records naming the result do not count: they tie
     registers, and there are none)."""
     from .matrix_memory import load_matrices, matrix_mode, tensor_core_layout
     buf = op.operands[0]
@@ -405,7 +417,7 @@ def lower_local_load(ctx, op):
         else:
             ctx.set(op.results[0], load_matrices(ctx, base, buf.type.encoding, t))
         return
-    if only_dots and not layouts.is_mma_family(t.encoding):
+    if only_dots and (not layouts.is_mma_family(t.encoding) or t.element.width != 16):
         ctx.shared_sources[op.results[0]] = base
         ctx.set(op.results[0], [])
         return

@@ -1,10 +1,14 @@
-"""`tt.dot` on tensor cores: `mma.sync.aligned.m16n8k16` (Triton's MMA v2) with operands read
-from shared memory by `ldmatrix` (compiler.codegen.matrix_memory).
+"""`tt.dot` on tensor cores: `mma.sync.aligned` (Triton's MMA v2): m16n8k16 for f16/bf16, with
+operands read from shared memory by `ldmatrix` (compiler.codegen.matrix_memory); m16n8k8 tf32
+and m16n8k32 s8 (int8, accumulating in s32 with `.satfinite`), whose operands are read from
+their shared buffers by ordinary (vector) loads from the linear layouts (ldmatrix moves 16-bit
+matrices only).
 
-Register layouts follow `compiler.analysis.layouts` (the PTX ISA's m16n8k16 fragments). An
-operand staged in shared memory (`ttg.local_load` whose only users are dots) is not loaded up
-front: the dot reads it one K step (16 elements) at a time, so only one step's A and B fragments
-are live beside the accumulators. Each `ldmatrix.x4` moves four 8x8 b16 matrices; the 8 lanes
+Register layouts follow `compiler.analysis.layouts` (the PTX ISA's fragments; kWidth = 32 /
+operand bits elements per register, K = 8 kWidth). Every form takes A as 4 words, B as 2 and
+the accumulator as 4 registers. An operand staged in shared memory (`ttg.local_load` whose only
+users are dots) is not loaded up front: the dot reads it one K step (8 kWidth elements) at a
+time, so only one step's A and B fragments are live beside the accumulators. Each `ldmatrix.x4` moves four 8x8 b16 matrices; the 8 lanes
 of matrix q give its row addresses. A matrix whose rows run along K in shared memory (K is the
 buffer's contiguous dim) is read as is; otherwise `.trans` hands each thread the same fragment.
 """
@@ -15,11 +19,18 @@ from llvmlite import ir
 from compiler.analysis import layouts
 
 from .llvm_helpers import F16, inline_ptx, pack_words, unpack_words
-from .matrix_memory import ldmatrix_registers
+from .lower_convert import read_buffer_registers
+from .lowering import LoweringError
+from .matrix_memory import ldmatrix_registers, matrix_mode
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
-MMA_TYPES = {"f16": "f16", "bf16": "bf16"}
+#: operand element type -> (instruction shape and types of the f32/s32 accumulator form,
+#: the accumulator's inline-asm constraint)
+MMA_FORMS = {"f16": ("m16n8k16.row.col.f32.f16.f16.f32", "f"),
+             "bf16": ("m16n8k16.row.col.f32.bf16.bf16.f32", "f"),
+             "f32": ("m16n8k8.row.col.f32.tf32.tf32.f32", "f"),
+             "i8": ("m16n8k32.row.col.satfinite.s32.s8.s8.s32", "r")}
 
 
 def _k_dim(operand_layout) -> int:
@@ -33,11 +44,14 @@ class _Operand:
         self.ctx = ctx
         self.type = value.type
         self.reps = layouts.mma_repetitions(value.type.encoding, tuple(value.type.shape))
-        self.per_tile = 8 if value.type.encoding.op_idx == 0 else 4
+        k_width = value.type.encoding.k_width or layouts.F16_K_WIDTH
+        # 4 words of A, 2 of B per instruction, kWidth elements each
+        self.per_tile = (4 if value.type.encoding.op_idx == 0 else 2) * k_width
         producer = value.owner_op
         self.base = ctx.shared_sources.get(value)
         if self.base is not None:
             self.shared_layout = producer.operands[0].type.encoding
+            self.by_ldmatrix = matrix_mode(self.shared_layout, self.type) is not None
             self.registers = None
         else:
             self.registers = ctx.get(value)
@@ -56,14 +70,18 @@ class _Operand:
         indices = [i for other in range(count) for i in self.tile_slots(other, rk)]
         if self.registers is not None:
             return {i: self.registers[i] for i in indices}
+        if not self.by_ldmatrix:
+            return read_buffer_registers(self.ctx, self.base, self.type, self.shared_layout,
+                                         indices)
         values = ldmatrix_registers(self.ctx, self.base, self.shared_layout, self.type, indices)
         return dict(zip(indices, values))
 
 
 def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list:
-    """One `mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32`, or its f16
-    accumulator form (`.f16.f16.f16.f16`: the four accumulator halves travel as two f16x2
-    words, c0/c1 and c2/c3, the same elements as the f32 form's four registers)."""
+    """One `mma.sync.aligned` of the operand type `element` (`MMA_FORMS`) with an f32 or s32
+    accumulator, or m16n8k16's f16 accumulator form (`.f16.f16.f16.f16`: the four accumulator
+    halves travel as two f16x2 words, c0/c1 and c2/c3, the same elements as the f32 form's
+    four registers)."""
     if acc[0].type == F16:
         asm = ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
                "{$0, $1}, {$2, $3, $4, $5}, {$6, $7}, {$8, $9};")
@@ -73,21 +91,45 @@ def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list
                             a_words + b_words + words, side_effect=False)
         return unpack_words(builder, [builder.extract_value(result, i) for i in range(2)],
                             F16, 4)
-    asm = (f"mma.sync.aligned.m16n8k16.row.col.f32.{element}.{element}.f32 "
+    form, acc_constraint = MMA_FORMS[element]
+    asm = (f"mma.sync.aligned.{form} "
            "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
-    constraints = ",".join(["=f"] * 4 + ["r"] * 6 + ["f"] * 4)
-    ret = ir.LiteralStructType([F32] * 4)
+    constraints = ",".join([f"={acc_constraint}"] * 4 + ["r"] * 6 + [acc_constraint] * 4)
+    ret = ir.LiteralStructType([acc[0].type] * 4)
     result = inline_ptx(builder, ret, asm, constraints, a_words + b_words + acc,
                         side_effect=False)
     return [builder.extract_value(result, i) for i in range(4)]
+
+
+def _form_problem(a, bv, c) -> str | None:
+    """Why the dot's types and operand layouts have no mma.sync form here, or None: operands of
+    one type of `MMA_V2_OPERANDS` in that type's kWidth (32 bits a register), an accumulator
+    type its form writes."""
+    element = str(a.type.element)
+    if element not in MMA_FORMS or str(bv.type.element) != element:
+        return (f"mma.sync takes f16, bf16, f32 (tf32) or i8 operands of one type, not "
+                f"{a.type.element} x {bv.type.element}")
+    want = layouts.MMA_V2_OPERANDS[element][0]
+    for v in (a, bv):
+        k_width = v.type.encoding.k_width or layouts.F16_K_WIDTH
+        if k_width != want:
+            return f"a {element} operand of mma.sync needs kWidth = {want}, not {k_width}"
+    acc = str(c.type.element)
+    allowed = layouts.MMA_V2_OPERANDS[element][1]
+    if acc not in allowed:
+        return f"mma.sync with {element} operands accumulates in {' or '.join(allowed)}, not {acc}"
+    return None
 
 
 def lower_mma_dot(ctx, op) -> None:
     """`tt.dot` with a #ttg.nvidia_mma v2 accumulator: per K step, the step's A and B fragments,
     then one mma.sync per (M, N) instruction tile of the warp."""
     a, bv, c = op.operands
+    problem = _form_problem(a, bv, c)
+    if problem:
+        raise LoweringError(f"tt.dot on mma.sync cannot be lowered: {problem}")
     b = ctx.builder
-    element = MMA_TYPES[str(a.type.element)]
+    element = str(a.type.element)
     acc = list(ctx.get(c))
     rep_m, rep_n = layouts.mma_repetitions(c.type.encoding, tuple(c.type.shape))
     a_op, b_op = _Operand(ctx, a), _Operand(ctx, bv)

@@ -681,9 +681,14 @@ class CTA:
         return None
 
     def _mma(self, text, args):
-        """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.*.f32` on each warp: gather the A
-        (16x16), B (16x8) and C (16x8) fragments of its 32 lanes, D = A @ B + C. The f16
-        accumulator form (`.f16.f16.f16.f16`) takes and returns C and D as two f16x2 words."""
+        """`mma.sync.aligned` on each warp: gather the A, B and C fragments of its 32 lanes,
+        D = A @ B + C. m16n8k16 `.f32.{f16,bf16}.*.f32`, or its f16 accumulator form
+        (`.f16.f16.f16.f16`: C and D as two f16x2 words); m16n8k8 `.f32.tf32.tf32.f32`
+        (operands fp32 bit patterns, read as tf32: the low 13 mantissa bits dropped); m16n8k32
+        `.satfinite.s32.s8.s8.s32` (int8 operands, s32 accumulators clamped to the s32 range)."""
+        if "m16n8k8.row.col.f32.tf32.tf32.f32" in text or \
+                "m16n8k32.row.col.satfinite.s32.s8.s8.s32" in text:
+            return self._mma_narrow(text, args)
         f16_acc = "m16n8k16.row.col.f16.f16.f16.f16" in text
         if "m16n8k16.row.col.f32" not in text and not f16_acc:
             raise Unsupported(f"inline PTX {text.split()[0]}")
@@ -718,6 +723,43 @@ class CTA:
         if f16_acc:
             bits = [o.astype(np.float16).view(np.uint16).astype(np.uint64) for o in out]
             return [bits[0] | (bits[1] << np.uint64(16)), bits[2] | (bits[3] << np.uint64(16))]
+        return out
+
+    def _mma_narrow(self, text, args):
+        """m16n8k8 tf32 and m16n8k32 s8, from the PTX ISA's fragment tables: A word j holds
+        row g + 8 (j % 2) at columns w t + 4w (j // 2) + e, B word j rows (K) w t + 4w j + e at
+        column g, for w = 1 (tf32) or 4 (s8) elements e per word; C/D as for m16n8k16."""
+        tf32 = ".tf32." in text
+        w, k = (1, 8) if tf32 else (4, 32)
+
+        def elements(word):
+            if tf32:
+                kept = (word & np.uint64(0xFFFFE000)).astype(np.uint32)
+                return [kept.view(np.float32).astype(np.float64)]
+            return [((word >> np.uint64(8 * e)) & np.uint64(0xFF)).astype(np.uint8)
+                    .view(np.int8).astype(np.int64) for e in range(4)]
+        kind = np.float64 if tf32 else np.int64
+        out = [np.zeros(self.n, dtype=np.float32 if tf32 else np.uint64) for _ in range(4)]
+        for first in range(0, self.n, WARP):
+            lanes = np.arange(WARP)
+            g, t = lanes // 4, lanes % 4
+            a, b, c = np.zeros((16, k), kind), np.zeros((k, 8), kind), np.zeros((16, 8), kind)
+            for j, word in enumerate(args[0:4]):
+                for e, value in enumerate(elements(word[first:first + WARP])):
+                    a[g + 8 * (j % 2), w * t + 4 * w * (j // 2) + e] = value
+            for j, word in enumerate(args[4:6]):
+                for e, value in enumerate(elements(word[first:first + WARP])):
+                    b[w * t + 4 * w * j + e, g] = value
+            for i, value in enumerate(args[6:10]):
+                value = value[first:first + WARP]
+                if not tf32:
+                    value = value.astype(np.uint32).view(np.int32)
+                c[g + 8 * (i // 2), 2 * t + i % 2] = value
+            d = a @ b + c
+            if not tf32:
+                d = np.clip(d, -(1 << 31), (1 << 31) - 1).astype(np.int32).view(np.uint32)
+            for i in range(4):
+                out[i][first:first + WARP] = d[g + 8 * (i // 2), 2 * t + i % 2]
         return out
 
     def _atom(self, op, rest, ref, outs, pred):

@@ -40,8 +40,8 @@ def test_fires_for_half_precision_128x128x32_with_4_warps(element, ir_type):
 
 
 @pytest.mark.parametrize("element,m,n,k,num_warps,acc", [
-    ("fp32", 128, 128, 32, 4, "fp32"),      # fp32 stays on FMA (tf32 is not used yet)
-    ("i8", 128, 128, 32, 4, "i32"),         # int8 stays on FMA
+    ("fp32", 128, 128, 32, 4, "fp32"),      # fp32 stays on FMA (mma-v2-tf32-int8 is off)
+    ("i8", 128, 128, 32, 4, "i32"),         # int8 too (test_mma_v2_narrow.py turns it on)
 ])
 def test_does_not_fire(element, m, n, k, num_warps, acc):
     before, after, fired = accelerate(element, m, n, k, num_warps, acc)
