@@ -6,6 +6,9 @@
 #       matmul    bench/matmul_best_of.py (fp16/bf16 4096 and 8192, tf32, fp8: best of one list)
 #       attention bench/bench_attention.py (D64/D128, causal and not: best of one list)
 #       tutorials bench/tutorials_vs_triton.py over REFS (Triton's tutorial files), POINTS x values
+#       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path
+#                 with its knob on, the in-flight wgmma loop, fp8 FMA dots, descriptors), then
+#                 Triton's test_dot tf32/int8 cases with the knob on (RUNNER: triton-compat folder)
 # Every speed is a ratio to Triton 3.6 measured in the same process or run.
 set -o pipefail
 part=$1; out=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -24,5 +27,13 @@ case $part in
   tutorials)
     timeout ${BENCH_TIMEOUT:-560} python3 bench/tutorials_vs_triton.py --refs "${REFS:?set REFS to the folder of the tutorial files}" \
         --points ${POINTS:-1} --out "$out" ${ONLY:+--only $ONLY} 2>&1 | tee "$out/tutorials.log" | tail -40 ;;
-  *) echo "unknown part '$part' (tier, matmul, attention, tutorials)" >&2; exit 2 ;;
+  pending)
+    TILE_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -n ${XDIST:-8} -p no:cacheprovider -rfE \
+        tests/gpu/test_mma_v2_narrow_gpu.py tests/gpu/test_wgmma_loop_exit_wait_gpu.py \
+        tests/gpu/test_fp8_fma_dot_gpu.py tests/gpu/test_tensor_descriptors_gpu.py 2>&1 \
+        | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
+    TILE_MMA_V2_TF32_INT8=1 timeout 240 python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
+        --mode gpu --xdist ${XDIST:-8} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
+        --files test_core.py --out "$out/test_dot" -- -k "test_dot and (tf32 or int8)" 2>&1 | grep "^passed" ;;
+  *) echo "unknown part '$part' (tier, matmul, attention, tutorials, pending)" >&2; exit 2 ;;
 esac
