@@ -31,7 +31,7 @@ from .early_return import RETURN_NAME, fold_early_returns
 from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
                      UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
-from .source import FunctionSource, is_jit_function
+from .source import FunctionSource, is_jit_function, readable_global
 
 # AST operator -> Semantic method name, and the Python operator used when both sides are constant.
 BINARY_OPS = {
@@ -106,8 +106,11 @@ class ModuleContext:
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
     def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
-                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False):
+                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False,
+                 allow_non_constexpr_globals: bool = False):
         self.module = module
+        #: kernels may read any global (Triton's TRITON_ALLOW_NON_CONSTEXPR_GLOBALS)
+        self.allow_non_constexpr_globals = allow_non_constexpr_globals
         #: host tensor descriptors copied by TMA (their kernels take a CUtensorMap each)
         self.tma = tma
         self.debug = debug
@@ -704,7 +707,15 @@ class CodeGenerator(ast.NodeVisitor):
         found, value = self.src.lookup(name)
         if not found:
             raise self.error(node, f"name '{name}' is not defined")
-        return self.wrap_global(node, name, value)
+        wrapped = self.wrap_global(node, name, value)    # a type no kernel can use raises here
+        if name in self.src.namespace and not self.mctx.allow_non_constexpr_globals \
+                and name not in self.src.constexpr_annotated and not readable_global(value):
+            message = (f"Cannot access global variable {name} from within a @jit function: "
+                       f"a kernel reads only globals that are compile-time values, "
+                       f"`{name} = tl.constexpr(...)` or `{name}: tl.constexpr = ...` (or set "
+                       f"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1)")
+            raise self.error(node, message) from NameError(message)  # Triton's cause
+        return wrapped
 
     def wrap_global(self, node, name: str, value):
         """A global as a compile-time value, or an error for values a kernel cannot use."""

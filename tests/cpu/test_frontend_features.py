@@ -34,7 +34,7 @@ def compile_text(kernel, signature, constexprs=None, attrs=None) -> str:
 
 
 SCALE = tl.constexpr(4)
-OFFSET = 3
+OFFSET: tl.constexpr = 3   # a compile-time global, as Triton requires
 
 
 @jit
