@@ -3,6 +3,8 @@ broadcast multiply summed over its middle axis as a tt.dot."""
 import numpy as np
 import pytest
 
+import compiler as triton
+import compiler.language as tl
 from tests.cpu.pass_helpers import check_pass, kernel, patterns_fired
 
 DOT_ARGS = "%a: !tt.ptr<f16>, %b: !tt.ptr<f16>, %c: !tt.ptr<f32>"
@@ -184,28 +186,34 @@ def test_half_precision_sums_stay():
     check_pass(_mul_sum(half=True), "combine", "CHECK-NOT: tt.dot\nCHECK: tt.reduce")
 
 
+@triton.jit
+def matmul_by_sum(X, Y, Z, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    """Z = X @ Y for one (M, K) x (K, N) tile, spelled as a broadcast multiply summed over K."""
+    rm = tl.arange(0, M)
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)
+    x = tl.load(X + rm[:, None] * K + rk[None, :])
+    y = tl.load(Y + rk[:, None] * N + rn[None, :])
+    z = tl.sum(x[:, :, None] * y[None, :, :], axis=1)
+    tl.store(Z + rm[:, None] * N + rn[None, :], z)
+
+
+def mul_sum_case(m=32, k=16, n=32, seed=3):
+    """Random f32 operands of matmul_by_sum and their float64 product."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    y = rng.standard_normal((k, n)).astype(np.float32)
+    return x, y, x.astype(np.float64) @ y.astype(np.float64)
+
+
 def test_a_kernel_summing_a_broadcast_product_compiles_to_a_dot_that_computes_it():
     """Through the jit: the compiled ttir holds the dot, and that ttir, run by the
     interpreter, computes the product numpy computes."""
     from compiler.runtime.interpreter import interpret
-    import compiler as triton
-    import compiler.language as tl
-
-    @triton.jit
-    def matmul_by_sum(X, Y, Z, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
-        rm = tl.arange(0, M)
-        rk = tl.arange(0, K)
-        rn = tl.arange(0, N)
-        x = tl.load(X + rm[:, None] * K + rk[None, :])
-        y = tl.load(Y + rk[:, None] * N + rn[None, :])
-        z = tl.sum(x[:, :, None] * y[None, :, :], axis=1)
-        tl.store(Z + rm[:, None] * N + rn[None, :], z)
 
     compiled = matmul_by_sum.warmup("*fp32", "*fp32", "*fp32", 32, 16, 32, grid=(1,))
     assert "tt.dot" in compiled.asm["ttir"] and "tt.reduce" not in compiled.asm["ttir"]
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((32, 16)).astype(np.float32)
-    y = rng.standard_normal((16, 32)).astype(np.float32)
+    x, y, ref = mul_sum_case()
     z = np.zeros((32, 32), np.float32)
     interpret(compiled.ttir_module, (1, 1, 1), [x, y, z], kernel_name=compiled.name)
-    np.testing.assert_allclose(z, x @ y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z, ref, rtol=1e-5, atol=1e-5)
