@@ -8,6 +8,8 @@ Groups and knobs (Triton's name -> our variable):
   compilation.dump_ir            -> TILE_KERNEL_DUMP     (dump every stage)
   compilation.override           -> TILE_OVERRIDE_DIR    (stage override folder)
   compilation.front_end_debugging-> TILE_DEBUG           (keep the compiler's tracebacks)
+  compilation.allow_non_constexpr_globals -> TILE_ALLOW_NON_CONSTEXPR_GLOBALS (kernels read
+                                    any global; read when a kernel is defined or compiled)
   runtime.interpret              -> TILE_INTERPRET       (run kernels in the interpreter)
   runtime.debug                  -> TILE_DEBUG
   runtime.override_arch          -> TILE_OVERRIDE_ARCH   (compile for this arch, e.g. "sm80";
@@ -104,6 +106,7 @@ class compilation_knobs(base_knobs):
     dump_ir = env_knob("TILE_KERNEL_DUMP", bool, False)
     override = env_knob("TILE_OVERRIDE_DIR", str, None)
     front_end_debugging = env_knob("TILE_DEBUG", bool, False)
+    allow_non_constexpr_globals = env_knob("TILE_ALLOW_NON_CONSTEXPR_GLOBALS", bool, False)
 
 
 class runtime_knobs(base_knobs):

@@ -48,6 +48,9 @@ class CompileOptions(NvidiaOptions):
     build_sass: bool = True
     override_dir: str | None = None
     dump_dir: str | None = None
+    #: kernels may read any global, not only compile-time ones (Triton's escape hatch);
+    #: TILE_ALLOW_NON_CONSTEXPR_GLOBALS or TRITON_ALLOW_NON_CONSTEXPR_GLOBALS
+    allow_non_constexpr_globals: bool = False
     #: the watchdog's limit per stage in seconds (None: unbounded); TILE_STAGE_TIMEOUT
     stage_timeout_s: float | None = field(default=DEFAULT_STAGE_TIMEOUT_S, metadata={
         "check": lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and v > 0,
@@ -84,6 +87,8 @@ class CompileOptions(NvidiaOptions):
                                      environ.get("TRITON_DEFAULT_FP_FUSION"))
         if default_fusion is not None and values.get("enable_fp_fusion") is None:
             values["enable_fp_fusion"] = default_fusion.strip().lower() in ("1", "true", "on")
+        if "allow_non_constexpr_globals" not in values and allows_non_constexpr_globals(environ):
+            values["allow_non_constexpr_globals"] = True
         override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
         if override_arch and values.get("arch") is None:
             values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it
@@ -140,11 +145,20 @@ class CompileOptions(NvidiaOptions):
 
     def frontend_options(self) -> dict:
         """What the front end reads: `debug`, the default of tl.dot's input_precision and
-        num_warps (`tl.extra.cuda.num_threads()`), whether host descriptors are copied by TMA;
-        the same keys the interpreter path hands it."""
+        num_warps (`tl.extra.cuda.num_threads()`), whether host descriptors are copied by TMA,
+        whether kernels may read any global; the same keys the interpreter path hands it."""
         return {"debug": self.debug,
                 "default_dot_input_precision": self.default_dot_input_precision,
-                "num_warps": self.num_warps, "tma": uses_tma(self)}
+                "num_warps": self.num_warps, "tma": uses_tma(self),
+                "allow_non_constexpr_globals": self.allow_non_constexpr_globals}
+
+
+def allows_non_constexpr_globals(environ) -> bool:
+    """Whether the environment lets kernels read non-constexpr globals (TILE_ or Triton's
+    TRITON_ALLOW_NON_CONSTEXPR_GLOBALS set to 1/true/yes/on)."""
+    text = environ.get("TILE_ALLOW_NON_CONSTEXPR_GLOBALS",
+                       environ.get("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", ""))
+    return text.strip().lower() in ("1", "true", "yes", "on")
 
 
 def _seconds_from_env(name: str, text: str) -> float | None:

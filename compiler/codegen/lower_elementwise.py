@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from compiler.dialects import arith, tt
+from compiler.dialects import arith, tt, ub
 from compiler.dialects import math as math_ops
 from compiler.analysis.layouts import equal_value_registers
 from compiler.ir.attributes import DenseAttr
@@ -71,6 +71,15 @@ def lower_constant(ctx, op):
     c = ir.Constant(ty, value)
     count = _register_count(ctx, res) if isinstance(attr, DenseAttr) else 1
     ctx.set(res, [c] * count)
+
+
+@lowers(ub.PoisonOp)
+def lower_poison(ctx, op):
+    """`ub.poison`: LLVM's `poison` in every register (the value is never defined)."""
+    res = op.results[0]
+    poison = ir.FormattedConstant(llvm_type(res.type), "poison")
+    count = _register_count(ctx, res) if isinstance(res.type, TensorType) else 1
+    ctx.set(res, [poison] * count)
 
 
 # ---- integer ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The `ub` dialect: `ub.poison`, an undefined value (Triton's front end makes them for
-variables of a function that returns early); no pass of ours makes one, but files from Triton
-(its `.source` stage) use it."""
+"""The `ub` dialect: `ub.poison`, an undefined value. The front end makes one, as Triton's
+does, for the path of a function that falls off its end where another path returns a value
+(`frontend.early_return`); files from Triton (its `.source` stage) use them too."""
 from __future__ import annotations
 
 from compiler.ir.syntax import AttrsThenType

@@ -24,7 +24,10 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
     (tl.dot's minimum K), which Triton's interpreter does not have either.
     `options["num_warps"]` is what `tl.extra.cuda.num_threads()` counts from; with
     `options["tma"]` a host descriptor's loads and stores go through its CUtensorMap (an extra
-    kernel argument; `tt.descriptor_load` / `tt.descriptor_store`). `name` names the public kernel (default: the function's name).
+    kernel argument; `tt.descriptor_load` / `tt.descriptor_store`). With
+    `options["allow_non_constexpr_globals"]` a kernel may read any global, not only
+    compile-time ones (`source.readable_global`). `name` names the public kernel (default:
+    the function's name).
     """
     from compiler.ir.attributes import int_attr
     from compiler.ir.core import Module
@@ -44,7 +47,9 @@ def generate_ttir(fn, signature: dict, constexprs: dict, attrs: dict | None = No
                              gpu_limits=not options.get("for_interpreter", False),
                              num_warps=int(options.get("num_warps") or 4),
                              tma=bool(options.get("tma")) and
-                             not options.get("for_interpreter", False))
+                             not options.get("for_interpreter", False),
+                             allow_non_constexpr_globals=bool(
+                                 options.get("allow_non_constexpr_globals")))
         params = kernel_params(src, dict(signature), dict(constexprs))
         arg_attrs = {name: {"tt.divisibility": int_attr(16)}
                      for name in (attrs or {}).get("divisibility_16", ())}

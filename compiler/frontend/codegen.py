@@ -17,7 +17,7 @@ import traceback
 import types
 
 from compiler.codegen.tma import TENSOR_MAP_ATTR, supports as tma_supports
-from compiler.dialects import scf, tt
+from compiler.dialects import scf, tt, ub
 from compiler.ir.attributes import BoolAttr, StringAttr, SymbolRefAttr, TypeAttr, UnitAttr, int_attr
 from compiler.ir.core import Block, Region
 from compiler.ir.location import NameLoc
@@ -27,11 +27,11 @@ from compiler.language import iterators, standard
 from compiler.language.core import (NotInKernelError, builtin_impl, constexpr, dtype,
                                     dtype_from_signature, tensor)
 
-from .early_return import RETURN_NAME, fold_early_returns
+from .early_return import NO_RETURN_NAME, RETURN_NAME, fold_early_returns
 from .errors import (CompilationError, SemanticError, StaticAssertionFailed,
                      UnsupportedLanguageConstruct)
 from .semantic import Semantic, computation_type, is_python_number
-from .source import FunctionSource, is_jit_function
+from .source import FunctionSource, is_jit_function, readable_global
 
 # AST operator -> Semantic method name, and the Python operator used when both sides are constant.
 BINARY_OPS = {
@@ -81,6 +81,18 @@ UNSUPPORTED = {
 ALLOWED_GLOBAL_TYPES = (bool, int, float, str, type(None), dtype, constexpr, types.ModuleType)
 
 
+class _NoValue:
+    """What a path that falls off the end of a value-returning function returns (the value
+    of `early_return.NO_RETURN_NAME`): no value, or ub.poison where a runtime `if` joins it
+    with a returned value."""
+
+    def __repr__(self):
+        return "no value"
+
+
+NO_VALUE = _NoValue()
+
+
 class BoundMethod:
     """`x.sum` etc.: a builtin with the tensor bound as its first argument."""
 
@@ -106,8 +118,11 @@ class ModuleContext:
     callees by specialization key, and the stack of functions being generated (recursion)."""
 
     def __init__(self, module, debug: bool, default_dot_input_precision: str = "tf32",
-                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False):
+                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False,
+                 allow_non_constexpr_globals: bool = False):
         self.module = module
+        #: kernels may read any global (Triton's TRITON_ALLOW_NON_CONSTEXPR_GLOBALS)
+        self.allow_non_constexpr_globals = allow_non_constexpr_globals
         #: host tensor descriptors copied by TMA (their kernels take a CUtensorMap each)
         self.tma = tma
         self.debug = debug
@@ -248,7 +263,8 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _return_values(self, tree) -> list:
         value = self.return_value
-        if value is None or (isinstance(value, constexpr) and value.value is None):
+        if value is None or value is NO_VALUE or (isinstance(value, constexpr)
+                                                  and value.value is None):
             return []
         values = list(value) if isinstance(value, tuple) else [value]
         out = []
@@ -291,7 +307,9 @@ class CodeGenerator(ast.NodeVisitor):
         self.returned = True
 
     def visit_Assign(self, node):
-        """`x = expr` (ops are named after `x`) and tuple unpacking."""
+        """`x = expr` (ops are named after `x`) and tuple unpacking. A number assigned to a
+        name becomes a runtime scalar, as in Triton (`a = False; if a:` is a runtime `if`);
+        `x: tl.constexpr = ...` keeps it a compile-time value."""
         target = node.targets[0] if len(node.targets) == 1 else None
         self.current_name = target.id if isinstance(target, ast.Name) else None
         self.builder.loc = self.loc(node)
@@ -299,11 +317,22 @@ class CodeGenerator(ast.NodeVisitor):
             value = self.visit(node.value)
         finally:
             self.current_name = None
+        if isinstance(node.targets[0], ast.Name):
+            value = self.runtime_number(node, value)
         for t in node.targets:
             self.assign(t, value)
 
+    def runtime_number(self, node, value):
+        """`value` as a runtime scalar when it is a Python number (Triton's rule for the value
+        of an assignment to a name), else `value` itself."""
+        if isinstance(value, tensor) or not is_python_number(value):
+            return value
+        with self.builder.location(self.loc(node)):
+            return self.sem.to_tensor(value)
+
     def visit_AnnAssign(self, node):
-        """`x: T = expr` assigns like `x = expr`."""
+        """`x: T = expr` assigns like `x = expr`; `x: tl.constexpr = expr` keeps a
+        compile-time value."""
         if node.value is None:
             return
         self.current_name = node.target.id if isinstance(node.target, ast.Name) else None
@@ -311,6 +340,8 @@ class CodeGenerator(ast.NodeVisitor):
             value = self.visit(node.value)
         finally:
             self.current_name = None
+        if isinstance(node.target, ast.Name) and not _is_constexpr_annotation(node.annotation):
+            value = self.runtime_number(node, value)
         self.assign(node.target, value)
 
     def visit_AugAssign(self, node):
@@ -324,7 +355,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.builder.loc = self.loc(node)
         try:
             rhs = self.visit(node.value)
-            value = self.binary(node, node.op, old, rhs)
+            value = self.runtime_number(node, self.binary(node, node.op, old, rhs))
         finally:
             self.current_name = None
         self.scope[name] = value
@@ -393,6 +424,8 @@ class CodeGenerator(ast.NodeVisitor):
                           and type(a.value) is type(b.value)):
                 self.scope[name] = a
                 continue
+            if a is NO_VALUE or b is NO_VALUE:      # one path returns nothing: poison there
+                a, b = self._join_with_no_value(node, (then_block, else_block), (a, b))
             with self.builder.at_end_of(then_block):
                 a = self._runtime_value(node, name, a)
             with self.builder.at_end_of(else_block):
@@ -417,6 +450,18 @@ class CodeGenerator(ast.NodeVisitor):
                                  [Region([then_block]), Region([else_block])])
         for name, r, v in zip(names, op.results, then_vals):
             self.scope[name] = tensor(r, v.type)
+
+    def _join_with_no_value(self, node, blocks, values) -> tuple:
+        """The two branches' returned values when one branch returns nothing: the other's
+        value as a runtime value, and a `ub.poison` of its type in the branch returning
+        nothing (what Triton's function returns when it falls off the end)."""
+        present = 0 if values[1] is NO_VALUE else 1
+        with self.builder.at_end_of(blocks[present]):
+            value = self._runtime_value(node, RETURN_NAME, values[present])
+        with self.builder.at_end_of(blocks[1 - present]):
+            poison = tensor(self.builder.create(ub.PoisonOp, [], [value.handle.type]).results[0],
+                            value.type)
+        return (value, poison) if present == 0 else (poison, value)
 
     def region_body(self, stmts, scope: dict, block: Block | None = None):
         """Emit `stmts` into `block` (a new one by default) with a copy of `scope`; returns
@@ -701,10 +746,20 @@ class CodeGenerator(ast.NodeVisitor):
         name = node.id
         if name in self.scope:
             return self.scope[name]
+        if name == NO_RETURN_NAME:
+            return NO_VALUE
         found, value = self.src.lookup(name)
         if not found:
             raise self.error(node, f"name '{name}' is not defined")
-        return self.wrap_global(node, name, value)
+        wrapped = self.wrap_global(node, name, value)    # a type no kernel can use raises here
+        if name in self.src.namespace and not self.mctx.allow_non_constexpr_globals \
+                and name not in self.src.constexpr_annotated and not readable_global(value):
+            message = (f"Cannot access global variable {name} from within a @jit function: "
+                       f"a kernel reads only globals that are compile-time values, "
+                       f"`{name} = tl.constexpr(...)` or `{name}: tl.constexpr = ...` (or set "
+                       f"TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1)")
+            raise self.error(node, message) from NameError(message)  # Triton's cause
+        return wrapped
 
     def wrap_global(self, node, name: str, value):
         """A global as a compile-time value, or an error for values a kernel cannot use."""

@@ -13,7 +13,11 @@ every `return` ends the statement list it is in:
 A bare `return` (or `return None`) at the end of a list is dropped (falling off the end means
 the same). A `return value` inside an `if` becomes an assignment to `RETURN_NAME`, returned
 once at the end, so a device function may return from both branches of a runtime `if` (the
-branches must then agree on the type, as any variable an `if` defines). Loops are not entered:
+branches must then agree on the type, as any variable an `if` defines). A path that falls off
+the end of a function returning a value on another path assigns `NO_RETURN_NAME` instead: the
+code generator makes that an undefined value (`ub.poison`) of the returned type where a
+runtime `if` joins the paths, as Triton does, and no value where a compile-time `if` picked
+the falling path. Loops are not entered:
 a `return` inside a loop stays, and the code generator rejects it. The rewrite copies the
 following statements into both branches when both fall through.
 """
@@ -24,6 +28,9 @@ import ast
 #: The variable a `return value` inside an `if` assigns (not a name Python code can spell
 #: by accident: it is reserved by the double underscores and the `tile` prefix).
 RETURN_NAME = "__tile_return_value__"
+#: What a path that returns no value assigns to RETURN_NAME (the code generator reads it as
+#: "no value here": ub.poison where a runtime `if` joins it with a returned value).
+NO_RETURN_NAME = "__tile_no_return_value__"
 
 
 def contains_return(stmts) -> bool:
@@ -49,7 +56,7 @@ def fold_early_returns(stmts: list) -> list:
     """A function body with the statements after each returning `if` moved into its branches
     and the values returned inside `if`s assigned to `RETURN_NAME`, returned at the end."""
     folded = _fold(stmts)
-    if not (folded and isinstance(folded[-1], ast.If) and _every_path_returns(folded[-1])):
+    if not (folded and isinstance(folded[-1], ast.If) and _some_path_returns(folded[-1])):
         return folded
     last = folded[-1]
     where = _last_value_return(last)
@@ -58,16 +65,16 @@ def fold_early_returns(stmts: list) -> list:
     return folded[:-1] + [_assign_returns(last), ret]
 
 
-def _every_path_returns(stmt) -> bool:
-    """True when each branch of the folded `if` ends in a `return value` (nested ifs alike)."""
+def _some_path_returns(stmt) -> bool:
+    """True when a branch of the folded `if` ends in a `return value` (nested ifs alike)."""
     def ends_in_value(stmts) -> bool:
         if not stmts:
             return False
         last = stmts[-1]
         if isinstance(last, ast.Return):
             return not _is_bare(last)
-        return isinstance(last, ast.If) and _every_path_returns(last)
-    return ends_in_value(stmt.body) and ends_in_value(stmt.orelse)
+        return isinstance(last, ast.If) and _some_path_returns(last)
+    return ends_in_value(stmt.body) or ends_in_value(stmt.orelse)
 
 
 def _last_value_return(stmt):
@@ -76,17 +83,20 @@ def _last_value_return(stmt):
 
 def _assign_returns(stmt):
     """`stmt` (a folded `if`) with each branch's final `return value` turned into an
-    assignment to `RETURN_NAME`."""
+    assignment to `RETURN_NAME`, and each branch that falls off the end assigning
+    `NO_RETURN_NAME` to it."""
+    def assign(value, where):
+        target = ast.copy_location(ast.Name(id=RETURN_NAME, ctx=ast.Store()), where)
+        return ast.copy_location(ast.Assign(targets=[target], value=value), where)
+
     def branch(stmts):
-        if not stmts:
-            return stmts
-        last = stmts[-1]
+        last = stmts[-1] if stmts else None
         if isinstance(last, ast.Return) and not _is_bare(last):
-            target = ast.copy_location(ast.Name(id=RETURN_NAME, ctx=ast.Store()), last)
-            last = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
-        elif isinstance(last, ast.If):
-            last = _assign_returns(last)
-        return stmts[:-1] + [last]
+            return stmts[:-1] + [assign(last.value, last)]
+        if isinstance(last, ast.If) and _some_path_returns(last):
+            return stmts[:-1] + [_assign_returns(last)]
+        none = ast.copy_location(ast.Name(id=NO_RETURN_NAME, ctx=ast.Load()), stmt)
+        return stmts + [assign(none, stmt)]
     return ast.copy_location(ast.If(test=stmt.test, body=branch(stmt.body),
                                     orelse=branch(stmt.orelse)), stmt)
 

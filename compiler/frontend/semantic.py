@@ -186,7 +186,10 @@ class Semantic:
 
     # ---- shapes ----------------------------------------------------------------------------
     def splat(self, t: tensor, shape) -> tensor:
-        """`tt.splat` of a scalar to a block of `shape`."""
+        """`tt.splat` of a scalar to a block of `shape`; the scalar itself for shape ()
+        (`tl.full([], x, dtype)` is a scalar, as in Triton)."""
+        if not tuple(shape):
+            return t
         return self._new(tt.SplatOp, [t], block_type(t.dtype, shape))
 
     def expand_dims(self, t: tensor, axis: int) -> tensor:

@@ -28,6 +28,8 @@ class FunctionSource:
     first_line: int
     indent: int
     namespace: dict = field(default_factory=dict)
+    #: module globals annotated `name: tl.constexpr = value` (readable as compile-time values)
+    constexpr_annotated: frozenset = frozenset()
 
     @classmethod
     def of(cls, fn) -> "FunctionSource":
@@ -44,13 +46,16 @@ class FunctionSource:
         if not defs:
             raise TypeError(f"{fn!r} is not a function defined with `def`")
         namespace = dict(getattr(fn, "__globals__", {}))
+        annotated = frozenset(name for name, note in namespace.get("__annotations__", {}).items()
+                              if is_constexpr_annotation(note))
         if getattr(fn, "__closure__", None):
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
                 try:
                     namespace[name] = cell.cell_contents
                 except ValueError:
                     pass
-        return cls(fn, defs[0], file, lines, first_line, indent, namespace)
+                annotated -= {name}
+        return cls(fn, defs[0], file, lines, first_line, indent, namespace, annotated)
 
     def line_of(self, node: ast.AST) -> int:
         """The node's 1-based line in the file."""
@@ -126,6 +131,35 @@ def _file_source(fn) -> tuple[list, int, str]:
     if stamp is not None:
         _FILE_SOURCES[code] = (stamp, (tuple(lines), first_line, file))
     return lines, first_line, file
+
+
+#: Modules whose objects (builtins, classes, library functions) a kernel may read as globals.
+LANGUAGE_MODULES = ("compiler.language", "compiler.profiler.language")
+
+
+def is_constexpr_annotation(annotation) -> bool:
+    """True for `tl.constexpr` (the class, or the string "tl.constexpr" under postponed
+    annotations)."""
+    if isinstance(annotation, str):
+        return annotation.replace(" ", "").split(".")[-1] == "constexpr"
+    return getattr(annotation, "__name__", None) == "constexpr" and isinstance(annotation, type)
+
+
+def readable_global(value) -> bool:
+    """Whether a kernel may read the global or closure value `value` (Triton 3.6's rule):
+    compile-time values (`tl.constexpr`, None, dtypes), modules, @jit functions, the
+    language's own objects (builtins, classes, library functions) and namedtuple classes.
+    Plain numbers, strings, tuples and other data are refused: a kernel is not meant to
+    depend on mutable module state (`tl.constexpr(...)` them). Unlike Triton, other functions
+    and classes are readable here, so that calling one gets its own, more specific error."""
+    from compiler.language.core import builtin_impl, constexpr, dtype
+    if value is None or isinstance(value, (constexpr, dtype, types.ModuleType, type,
+                                           types.FunctionType, types.BuiltinFunctionType)):
+        return True
+    if is_jit_function(value) or builtin_impl(value) is not None:
+        return True
+    module = getattr(value, "__module__", None) or ""
+    return any(module == m or module.startswith(m + ".") for m in LANGUAGE_MODULES)
 
 
 def is_jit_function(obj) -> bool:

@@ -32,6 +32,8 @@ from compiler.codegen.backend import BackendOptions
 from compiler.codegen.nvidia_options import uses_tma
 from compiler.frontend import source_text  # noqa: F401  (keeps exec'd kernel sources readable)
 from compiler.frontend.errors import CompilationError
+from compiler.frontend.source import is_constexpr_annotation
+from compiler.stage_state import allows_non_constexpr_globals
 from compiler.runtime import recording as _recording
 from compiler.runtime import tensor_map
 from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast_launch
@@ -73,17 +75,19 @@ class RuntimeEnv:
     interpret: bool = False
     dump: bool = False
     debug: bool = False
+    allow_non_constexpr_globals: bool = False
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "RuntimeEnv":
         """Read `TILE_INTERPRET` (1/true/yes/on forces the interpreter) and `TILE_KERNEL_DUMP`
         (kernels run by the interpreter are then compiled through every stage too, so that
         each stage can be dumped) and `TILE_DEBUG` (the `debug` option of kernels that do not
-        set it)."""
+        set it) and TILE_ / TRITON_ALLOW_NON_CONSTEXPR_GLOBALS (kernels may read any global)."""
         def flag(name: str) -> bool:
             return environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
         return cls(interpret=flag("TILE_INTERPRET"), dump=flag("TILE_KERNEL_DUMP"),
-                   debug=flag("TILE_DEBUG"))
+                   debug=flag("TILE_DEBUG"),
+                   allow_non_constexpr_globals=allows_non_constexpr_globals(environ))
 
 
 class KernelArgumentError(CompilationError, TypeError):
@@ -92,14 +96,6 @@ class KernelArgumentError(CompilationError, TypeError):
 
 class KernelArgumentOverflow(KernelArgumentError, OverflowError):
     """An int argument beyond every 64-bit range (an OverflowError, as in Triton)."""
-
-
-def is_constexpr_annotation(annotation) -> bool:
-    """True for `tl.constexpr` (the class, or the string "tl.constexpr" under postponed
-    annotations)."""
-    if isinstance(annotation, str):
-        return annotation.replace(" ", "").split(".")[-1] == "constexpr"
-    return getattr(annotation, "__name__", None) == "constexpr" and isinstance(annotation, type)
 
 
 @dataclass(frozen=True)
@@ -523,6 +519,8 @@ class JITFunction(KernelInterface):
         options = dict(DEFAULT_OPTIONS)
         if self.debug is not None or self.env.debug:    # the kernel's, else TILE_DEBUG's
             options["debug"] = self.env.debug if self.debug is None else self.debug
+        if self.env.allow_non_constexpr_globals:
+            options["allow_non_constexpr_globals"] = True
         given = key[len(self.params):]
         options.update({k: v for k, v in zip(self._option_names, given) if v is not None})
         return options

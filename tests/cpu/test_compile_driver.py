@@ -87,7 +87,8 @@ def test_backend_options_are_the_one_source_of_target_options():
     backend_names = {f.name for f in fields(NvidiaOptions)}
     driver_names = set(CompileOptions.driver_option_names())
     assert driver_names == {"pipelines", "snapshots", "verify_each", "build_cubin",
-                            "build_sass", "override_dir", "dump_dir", "stage_timeout_s"}
+                            "build_sass", "override_dir", "dump_dir", "stage_timeout_s",
+                            "allow_non_constexpr_globals"}
     assert set(CompileOptions.__dataclass_fields__) == backend_names | driver_names
     assert set(CompileOptions.backend_option_names()) == backend_names
     opts = CompileOptions.from_env({"num_warps": 8, "arch": "sm_80", "maxnreg": 128,

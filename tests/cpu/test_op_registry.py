@@ -22,7 +22,6 @@ NOT_INTERPRETED = {
     "scf.condition": "ends scf.while's before region: scf.while reads it",
     "tt.reduce.return": "ends a reduce combiner: tt.reduce reads it",
     "tt.scan.return": "ends a scan combiner: tt.scan reads it",
-    "ub.poison": "only in Triton's .source stage, which is never interpreted",
 }
 NOT_LOWERED = {
     "tt.func": "becomes the LLVM function itself (codegen/lowering.py), not an op lowering",
@@ -31,7 +30,6 @@ NOT_LOWERED = {
     "scf.condition": "lowered by the scf.while lowering",
     "tt.reduce.return": "the reduce lowering inlines its combiner",
     "tt.scan.return": "the scan lowering inlines its combiner",
-    "ub.poison": "only in Triton's .source stage, which is never lowered",
     "tt.descriptor_load": "the pipeliner and tma-lowering turn it into TMA copies first",
     "tt.descriptor_store": "tma-lowering turns it into a TMA store first",
 }

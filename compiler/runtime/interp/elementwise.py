@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from compiler.dialects import arith, tt
+from compiler.dialects import arith, tt, ub
 from compiler.dialects import math as math_ops
 from compiler.ir.attributes import DenseAttr, FloatAttr, IntegerAttr
 
@@ -41,6 +41,14 @@ def constant(ctx, op, values):
     if isinstance(attr, DenseAttr):
         return np.broadcast_to(scalar, t.shape)
     return scalar[()]
+
+
+@semantics(ub.PoisonOp)
+def poison(ctx, op, values):
+    """An undefined value: zeros (any contents are a valid reading of it)."""
+    t = op.results[0].type
+    zeros = np.zeros(getattr(t, "shape", ()), dtype=value_dtype(t))
+    return zeros if zeros.shape else zeros[()]
 
 
 # ---- integer arithmetic ------------------------------------------------------------------------
