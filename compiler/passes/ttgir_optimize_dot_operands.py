@@ -26,14 +26,17 @@ from .ir_utils import insert_new
 from .requirements import SHARED_ALLOCATED, TTGIR
 
 
-def only_dots_read(buffer) -> bool:
-    """Whether every reader of `buffer` is a warp-group dot, directly or through
-    `ttg.memdesc_trans` views (the reads wgmma's descriptors make)."""
-    users = buffer.users()
-    return bool(users) and all(
-        isinstance(user, WarpGroupDotOp) or
+def reads_for_dots(user: Operation) -> bool:
+    """Whether a user of a buffer is a warp-group dot or a `ttg.memdesc_trans` view that only
+    warp-group dots read (the reads wgmma's descriptors make)."""
+    return isinstance(user, WarpGroupDotOp) or \
         isinstance(user, MemDescTransOp) and only_dots_read(user.results[0])
-        for user in users)
+
+
+def only_dots_read(buffer) -> bool:
+    """Whether `buffer` has users and every one `reads_for_dots`."""
+    users = buffer.users()
+    return bool(users) and all(reads_for_dots(user) for user in users)
 
 
 def _inverse(order) -> tuple:

@@ -32,7 +32,7 @@ from compiler.ir.types import TensorType, i1, i32
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
-from .ttgir_optimize_dot_operands import only_dots_read
+from .ttgir_optimize_dot_operands import only_dots_read, reads_for_dots
 from .ttgir_tma_lowering import BARRIER_TYPE, box_of
 from .loop_flatten import flatten_loop_nests
 from .wgmma_waits import relax_dot_waits
@@ -90,9 +90,9 @@ def _staged_loads(loop: ForOp, axis) -> list:
         if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
             continue
         readers = alloc.results[0].users()
-        if only_dots_read(alloc.results[0]) or readers and all(
-                isinstance(r, LocalLoadOp) and r.results[0].users() and
-                all(isinstance(u, tt.DotOp) for u in r.results[0].users()) for r in readers):
+        if readers and all(isinstance(r, LocalLoadOp) and r.results[0].users() and
+                           all(isinstance(u, tt.DotOp) for u in r.results[0].users()) or
+                           reads_for_dots(r) for r in readers):
             pairs.append((op, alloc))
     return pairs
 

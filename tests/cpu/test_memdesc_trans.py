@@ -168,3 +168,49 @@ def test_attention_registers_fall_with_k_in_a_ring(head_dim, block_m, block_n, m
     info = compiled.trace.cubin_info
     assert info["spill_stores"] == 0, info["report"]
     assert info["registers"] <= most, info["report"]
+
+
+# ---- the pointer path: b loaded as b^T by pointers --------------------------------------------
+def _matmul_bt_kernel():
+    import compiler as triton
+    import compiler.language as tl
+
+    @triton.jit
+    def matmul_bt(a_ptr, bt_ptr, c_ptr, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+        """c = a @ bt^T with bt stored N x K row-major: each B tile is loaded and transposed."""
+        rm = tl.arange(0, BLOCK_M)
+        rn = tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            bt = tl.load(bt_ptr + rn[:, None] * K + (k + rk)[None, :])
+            acc = tl.dot(a, bt.T, acc)
+        tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], acc)
+    return matmul_bt
+
+
+def test_a_pointer_loaded_transposed_operand_is_still_pipelined_by_cp_async():
+    """On the pointer path the view changes nothing but where the transpose happens: the load
+    still becomes a cp.async ring, and the ttgir computes a @ bt^T in the interpreter."""
+    from compiler.runtime.interpreter import interpret
+    from tests.cpu.mma_cases import compile_jit
+    m, n, k, bk = 64, 64, 128, 32
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    bt = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    compiled, runtime = compile_jit(_matmul_bt_kernel(), [a, bt, c, k],
+                                    {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": bk},
+                                    {"num_warps": 4, "num_stages": 3}, None,
+                                    target={"arch": 90})
+    text = print_module(compiled.ttgir_module)
+    patterns = {name for r in compiled.trace.passes for name in r.patterns}
+    assert "local_alloc(tt.trans) -> memdesc_trans(local_alloc)" in patterns
+    assert "scf.for -> 3-stage cp.async pipeline" in patterns
+    loop = text[text.index("scf.for"):]
+    assert "tt.trans" not in loop and loop.count("ttg.async_copy_global_to_local") >= 2
+    interpret(compiled.ttgir_module, (1,), runtime)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ bt.astype(np.float32).T, rtol=1e-2,
+                               atol=5e-2)
