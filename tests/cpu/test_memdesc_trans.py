@@ -9,8 +9,10 @@ import shutil
 import numpy as np
 import pytest
 
-from compiler.dialects.ttg import (MemDescType, NVMMASharedEncoding, SwizzledSharedEncoding,
-                                   transposed_memdesc, transposed_shared)
+import compiler as triton
+import compiler.language as tl
+from compiler.dialects.ttg import (MemDescTransOp, MemDescType, NVMMASharedEncoding,
+                                   SwizzledSharedEncoding, transposed_memdesc, transposed_shared)
 from compiler.ir import parse_module, print_module, verify_module
 from compiler.ir.types import f16
 from compiler.ir.verifier_errors import VerificationError
@@ -68,11 +70,10 @@ def test_a_swizzled_layout_renames_its_order_and_views_compose_to_the_buffer():
 
 
 def test_the_interpreter_reads_the_view_as_the_transposed_buffer():
-    from compiler.dialects import ttg
     from compiler.runtime.interp.tensor_ops import SharedBuffer, memdesc_trans
     op = parse_module(_view_module(
         "!ttg.memdesc<128x64xf16, #shared_t, #smem, mutable>")).walk()
-    trans = next(o for o in op if isinstance(o, ttg.MemDescTransOp))
+    trans = next(o for o in op if isinstance(o, MemDescTransOp))
     buffer = SharedBuffer(np.arange(64 * 128, dtype=np.float16).reshape(64, 128))
     view = memdesc_trans(None, trans, [buffer])
     np.testing.assert_array_equal(view.data, buffer.data.T)
@@ -171,24 +172,24 @@ def test_attention_registers_fall_with_k_in_a_ring(head_dim, block_m, block_n, m
 
 
 # ---- the pointer path: b loaded as b^T by pointers --------------------------------------------
-def _matmul_bt_kernel():
-    import compiler as triton
-    import compiler.language as tl
-
-    @triton.jit
-    def matmul_bt(a_ptr, bt_ptr, c_ptr, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-        """c = a @ bt^T with bt stored N x K row-major: each B tile is loaded and transposed."""
-        rm = tl.arange(0, BLOCK_M)
-        rn = tl.arange(0, BLOCK_N)
-        rk = tl.arange(0, BLOCK_K)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, K, BLOCK_K):
-            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-            bt = tl.load(bt_ptr + rn[:, None] * K + (k + rk)[None, :])
-            acc = tl.dot(a, bt.T, acc)
-        tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], acc)
-    return matmul_bt
+@triton.jit
+def _matmul_view(x_ptr, y_ptr, c_ptr, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr, A_TRANSPOSED: tl.constexpr):
+    """c = x^T @ y (A_TRANSPOSED, x stored K x M) or x @ y^T (y stored N x K): one operand
+    tile is loaded row-major and transposed."""
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        if A_TRANSPOSED:
+            a = tl.load(x_ptr + (k + rk)[:, None] * BLOCK_M + rm[None, :]).T
+            b = tl.load(y_ptr + (k + rk)[:, None] * BLOCK_N + rn[None, :])
+        else:
+            a = tl.load(x_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(y_ptr + rn[:, None] * K + (k + rk)[None, :]).T
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], acc)
 
 
 def test_a_pointer_loaded_transposed_operand_is_still_pipelined_by_cp_async():
@@ -201,8 +202,9 @@ def test_a_pointer_loaded_transposed_operand_is_still_pipelined_by_cp_async():
     a = rng.standard_normal((m, k)).astype(np.float16)
     bt = rng.standard_normal((n, k)).astype(np.float16)
     c = np.zeros((m, n), np.float32)
-    compiled, runtime = compile_jit(_matmul_bt_kernel(), [a, bt, c, k],
-                                    {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": bk},
+    compiled, runtime = compile_jit(_matmul_view, [a, bt, c, k],
+                                    {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": bk,
+                                     "A_TRANSPOSED": False},
                                     {"num_warps": 4, "num_stages": 3}, None,
                                     target={"arch": 90})
     text = print_module(compiled.ttgir_module)
@@ -213,4 +215,33 @@ def test_a_pointer_loaded_transposed_operand_is_still_pipelined_by_cp_async():
     assert "tt.trans" not in loop and loop.count("ttg.async_copy_global_to_local") >= 2
     interpret(compiled.ttgir_module, (1,), runtime)
     np.testing.assert_allclose(c, a.astype(np.float32) @ bt.astype(np.float32).T, rtol=1e-2,
+                               atol=5e-2)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [np.float16, np.float32], ids=["f16", "tf32"])
+def test_a_transposed_a_operand_is_a_view_too(dtype):
+    """A as a view: f16 wgmma reads it M-major (its transpose bit); tf32, which wgmma reads
+    only K-major, keeps the K-major bytes (the untransposed buffer is written K-contiguous)."""
+    from compiler.runtime.interpreter import interpret
+    from tests.cpu.mma_cases import compile_jit
+    m, n, k = 64, 64, 128
+    rng = np.random.default_rng(4)
+    at = rng.standard_normal((k, m)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = np.zeros((m, n), np.float32)
+    compiled, runtime = compile_jit(_matmul_view, [at, b, c, k],
+                                    {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32,
+                                     "A_TRANSPOSED": True},
+                                    {"num_warps": 4, "num_stages": 3}, None, stop_after=None,
+                                    target={"arch": 90})
+    patterns = {name for r in compiled.trace.passes for name in r.patterns}
+    assert "local_alloc(tt.trans) -> memdesc_trans(local_alloc)" in patterns
+    assert "wgmma.mma_async" in compiled.asm["ptx"]
+    assert compiled.trace.cubin_info["spill_stores"] == 0
+    views = [op for op in compiled.ttgir_module.walk() if isinstance(op, MemDescTransOp)]
+    assert views and all(v.results[0].type.encoding.transposed == (dtype == np.float16)
+                         for v in views)
+    interpret(compiled.ttgir_module, (1,), runtime)
+    np.testing.assert_allclose(c, at.astype(np.float32).T @ b.astype(np.float32), rtol=1e-2,
                                atol=5e-2)

@@ -1,13 +1,14 @@
 """Transposed wgmma operands read through `ttg.memdesc_trans` views on the H200: tutorial 06's
 shape (`k = desc_k.load(...).T`, K and V both in TMA rings) against numpy at the configs whose
 registers the view cut (D128 64x64 and D64 128x64, 4 warps), and a pointer-loaded b^T matmul
-(cp.async ring, the view feeding wgmma) against torch."""
+and a^T matmul (f16 read M-major, tf32 K-major; cp.async rings, the view feeding wgmma) against
+torch."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.cpu.test_memdesc_trans import _matmul_bt_kernel
+from tests.cpu.test_memdesc_trans import _matmul_view
 from tests.cpu.test_tensor_descriptors import _attention_desc, _reference
 
 pytestmark = pytest.mark.gpu
@@ -39,6 +40,18 @@ def test_pointer_loaded_b_transposed_matmul(k):
     a = torch.randn(64, k, dtype=torch.float16, device="cuda")
     bt = torch.randn(64, k, dtype=torch.float16, device="cuda")
     c = torch.zeros(64, 64, dtype=torch.float32, device="cuda")
-    _matmul_bt_kernel()[(1,)](a, bt, c, k, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4,
-                              num_stages=3)
+    _matmul_view[(1,)](a, bt, c, k, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, A_TRANSPOSED=False,
+                       num_warps=4, num_stages=3)
     torch.testing.assert_close(c, a.float() @ bt.float().T, rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"], ids=["f16", "tf32"])
+def test_a_transposed_matmul(dtype):
+    torch.manual_seed(5)
+    dt = getattr(torch, dtype)
+    at = torch.randn(256, 64, dtype=dt, device="cuda")
+    b = torch.randn(256, 64, dtype=dt, device="cuda")
+    c = torch.zeros(64, 64, dtype=torch.float32, device="cuda")
+    _matmul_view[(1,)](at, b, c, 256, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, A_TRANSPOSED=True,
+                       num_warps=4, num_stages=3)
+    torch.testing.assert_close(c, at.float().T @ b.float(), rtol=1e-2, atol=2e-1)
