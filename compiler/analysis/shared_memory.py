@@ -6,7 +6,8 @@ Two kinds of buffers, as in Triton's Allocation analysis:
            atomic whose result is a scalar broadcasts it; live for that op alone;
   explicit `ttg.local_alloc` buffers, live from the alloc to their last use (a whole loop when
            used inside one it does not contain), following the views that read them later:
-           `ttg.memdesc_index` slices of a multi-buffered (pipelined) allocation, and the dots
+           `ttg.memdesc_index` slices of a multi-buffered (pipelined) allocation, transposed
+           views (`ttg.memdesc_trans`), and the dots
            that read a `ttg.local_load`'s buffer themselves.
 Buffers whose lifetimes overlap get disjoint offsets; others may share bytes. `scratch_bytes`
 is the one formula the lowering and this analysis agree on.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, HistogramOp,
                                   PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
-from compiler.dialects.ttg import (ConvertLayoutOp, LocalAllocOp, LocalLoadOp, MemDescIndexOp,
+from compiler.dialects.ttg import (MEMDESC_VIEWS, ConvertLayoutOp, LocalAllocOp, LocalLoadOp,
                                    MemDescType, NVMMASharedEncoding)
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
@@ -160,12 +161,13 @@ def _number_ops(func: Operation) -> dict:
 
 def _users_through_views(value) -> list:
     """(user, operand index) of a buffer, following the views that read it later: slices of a
-    multi-buffered allocation (`ttg.memdesc_index`) and `ttg.local_load`s whose only users are
+    multi-buffered allocation (`ttg.memdesc_index`), transposed views (`ttg.memdesc_trans`)
+    and `ttg.local_load`s whose only users are
     dots (the tensor-core lowering reads the buffer at the dot, not at the load)."""
     found = []
     for user, position in value.uses:
         found.append((user, position))
-        if isinstance(user, MemDescIndexOp):
+        if isinstance(user, MEMDESC_VIEWS):
             found += _users_through_views(user.results[0])
         elif isinstance(user, LocalLoadOp):
             found += [(dot, i) for dot, i in user.results[0].uses if isinstance(dot, DotOp)]

@@ -1,4 +1,5 @@
-"""Asynchronous global -> shared copies (the `pipeline` pass's ops) and multi-buffer slices.
+"""Asynchronous global -> shared copies (the `pipeline` pass's ops), multi-buffer slices and
+transposed views of shared buffers.
 
 `ttg.async_copy_global_to_local` becomes one `cp.async` per run of registers contiguous in both
 global and shared memory (16 bytes: `.cg`, which bypasses L1; 4 or 8 bytes: `.ca`), with
@@ -35,6 +36,13 @@ def lower_memdesc_index(ctx, op):
     base = ctx.get(buf)[0]
     offset = b.mul(ctx.get(index)[0], i32(slice_bytes))
     ctx.set(op.results[0], [b.gep(base, [offset], source_etype=ir.IntType(8))])
+
+
+@lowers(ttg.MemDescTransOp)
+def lower_memdesc_trans(ctx, op):
+    """`ttg.memdesc_trans`: the same base address; the result's shared layout (the one its
+    readers address the buffer by) is the transposed view of the source's."""
+    ctx.set(op.results[0], list(ctx.get(op.operands[0])))
 
 
 def copy_width(ctx, op) -> int:

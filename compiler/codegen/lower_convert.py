@@ -417,11 +417,22 @@ def lower_local_load(ctx, op):
         else:
             ctx.set(op.results[0], load_matrices(ctx, base, buf.type.encoding, t))
         return
-    if only_dots and (not layouts.is_mma_family(t.encoding) or t.element.width != 16):
+    narrow_mma = layouts.is_mma_family(t.encoding) and t.element.width != 16
+    if only_dots and (narrow_mma or not layouts.is_mma_family(t.encoding) and
+                      _row_major(buf.type.encoding)):
         ctx.shared_sources[op.results[0]] = base
         ctx.set(op.results[0], [])
         return
     ctx.set(op.results[0], read_buffer(ctx, base, t, buf.type.encoding))
+
+
+def _row_major(encoding) -> bool:
+    """Whether a shared layout stores its tensor row-major without a swizzle, as the FMA dot
+    reads a buffer (a `ttg.memdesc_trans` view of a buffer is not)."""
+    if not isinstance(encoding, ttg.SwizzledSharedEncoding):
+        return False
+    return not follows_order(encoding) or encoding.max_phase == 1 and \
+        tuple(encoding.order) == tuple(reversed(range(len(encoding.order))))
 
 
 @lowers(ttg.LocalDeallocOp)

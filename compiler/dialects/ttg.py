@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir.accessors import attr, operand, optional_operand
+from compiler.ir.attributes import DenseArrayAttr
+from compiler.ir.core import Operation, register_op
 from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Convert, OperandTypes, Syntax
@@ -22,7 +24,7 @@ from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
 from compiler.ir.types import FunctionType, TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, dialect, set_counts
+from .common import define_op, dialect, set_attribute_kinds, set_counts
 
 TTG = dialect("ttg")
 
@@ -569,6 +571,90 @@ TTG.register_attribute("ttg.linear", _parse_linear)
 TTG.register_attribute("ttg.nvmma_shared", _parse_nvmma_shared)
 
 
+# ---- views of shared buffers ---------------------------------------------------------------------
+def transposed_shared(encoding, order: tuple):
+    """The shared layout of a buffer in `encoding` seen through the dims permutation `order`
+    (view dim i = buffer dim order[i]): the same bytes, another index order. nvmma_shared
+    (rank 2) flips `transposed`; a swizzled layout renames the dims of its `order`. None when
+    the layout cannot be viewed so: an nvmma_shared buffer of rank other than 2, or a swizzled
+    one with `vec` 1, which the lowering stores row-major whatever its order
+    (`codegen.lower_convert.follows_order`), so no order describes its transpose."""
+    order = tuple(order)
+    if isinstance(encoding, NVMMASharedEncoding):
+        if order != (1, 0):
+            return None
+        return NVMMASharedEncoding(encoding.swizzling_byte_width, not encoding.transposed,
+                                   encoding.element_bit_width)
+    if isinstance(encoding, SwizzledSharedEncoding) and encoding.vec > 1:
+        position = {dim: view_dim for view_dim, dim in enumerate(order)}
+        return SwizzledSharedEncoding(encoding.vec, encoding.per_phase, encoding.max_phase,
+                                      tuple(position[d] for d in encoding.order))
+    return None
+
+
+def transposed_memdesc(t: MemDescType, order) -> MemDescType | None:
+    """The type of `ttg.memdesc_trans` of a buffer of type `t` by `order` (None: not viewable)."""
+    encoding = transposed_shared(t.encoding, order)
+    if encoding is None or sorted(order) != list(range(len(t.shape))):
+        return None
+    return MemDescType(tuple(t.shape[d] for d in order), t.element, encoding, t.mutable)
+
+
+@register_op
+class MemDescTransOp(Operation):
+    """`ttg.memdesc_trans %buf {order = array<i32: 1, 0>} : !ttg.memdesc<AxB> ->
+    !ttg.memdesc<BxA>`: the buffer seen with its dims permuted (view dim i = buffer dim
+    order[i]); no data moves, the result's shared layout addresses the same bytes
+    (`transposed_shared`). A wgmma reads a transposed view of a TMA-loaded tile through its
+    descriptor's major-ness instead of transposing it in registers (Triton's memdesc_trans)."""
+
+    name = "ttg.memdesc_trans"
+    syntax = Convert("->")
+    traits = (Pure,)
+    src = operand(0)
+    order = attr("order", field="values")
+
+    def verify_op(self):
+        src, dst = self.operands[0].type, self.results[0].type
+        if not isinstance(src, MemDescType) or not isinstance(dst, MemDescType):
+            raise VerificationError(self, "views a !ttg.memdesc as a !ttg.memdesc")
+        order = tuple(self.order)
+        if sorted(order) != list(range(len(src.shape))):
+            raise VerificationError(self, f"order {list(order)} is not a permutation of the "
+                                          f"{len(src.shape)} dims")
+        expected = transposed_memdesc(src, order)
+        if expected is None:
+            raise VerificationError(self, f"{src.encoding} cannot be viewed with order "
+                                          f"{list(order)}")
+        if dst != expected:
+            raise VerificationError(self, f"memdesc_trans with order {list(order)} of {src} "
+                                          f"is {expected}, not {dst}")
+
+
+MEMDESC_VIEWS = (MemDescIndexOp, MemDescTransOp)
+"""Ops whose result is a view of their first operand's shared buffer (same storage)."""
+
+
+def replace_buffer(old, new) -> None:
+    """Make every user of buffer `old` read buffer `new` instead, re-deriving the types of the
+    `ttg.memdesc_trans` views on it (a slot of a mutable multi-buffer makes them mutable)."""
+    old.replace_all_uses_with(new)
+    work = [new]
+    while work:
+        value = work.pop()
+        for user in value.users():
+            if isinstance(user, MemDescTransOp) and user.operands[0] is value:
+                user.results[0].type = transposed_memdesc(value.type, tuple(user.order))
+                work.append(user.results[0])
+
+
+def view_root(value):
+    """The value a chain of `MEMDESC_VIEWS` ops starts from (the value itself if none)."""
+    while isinstance(value.owner_op, MEMDESC_VIEWS):
+        value = value.owner_op.operands[0]
+    return value
+
+
 # ---- layout sanity (what compiler.analysis.layouts and the lowering assume) --------------------
 MAX_SIZE_PER_THREAD = 1 << 12
 
@@ -700,4 +786,6 @@ set_counts([LocalStoreOp], operands=2, results=0)
 set_counts([LocalDeallocOp], operands=1, results=0)
 set_counts([BarrierOp, AsyncCommitGroupOp, AsyncWaitOp], operands=0, results=0)
 set_counts([MemDescIndexOp], operands=2, results=1)
+set_counts([MemDescTransOp], operands=1, results=1)
+set_attribute_kinds([MemDescTransOp], order=DenseArrayAttr)
 set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=0)

@@ -26,7 +26,7 @@ DEFAULT_PIPELINES: dict[str, str] = {
     # loop-unroll (PASSES.md); we add licm here since our ttir already has loops worth hoisting.
     "ttir": "inline,canonicalize,combine,reorder-broadcast,canonicalize,cse,licm,dce,loop-unroll",
     "ttgir": ("convert-triton-to-tritongpu,coalesce,remove-layout-conversions,"
-              "optimize-thread-locality,accelerate-matmul,remove-layout-conversions,"
+              "optimize-thread-locality,accelerate-matmul,remove-layout-conversions,optimize-dot-operands,"
               "reduce-data-duplication,reorder-instructions,pipeline,allocate-shared-memory"),
     # Triton's make_llir: the lowering to LLVM IR, then LLVM's optimizer (passes/llir.py).
     "llir": "convert-tritongpu-to-llvm,llvm-optimize",

@@ -19,10 +19,11 @@ from compiler.dialects import arith, tt
 from compiler.dialects.scf import ForOp
 from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
                                    BarrierOp, LocalAllocOp, LocalDeallocOp, LocalLoadOp,
-                                   MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding)
+                                   MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding,
+                                   replace_buffer)
 from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, BarrierExpectOp,
                                     FenceAsyncSharedOp, InitBarrierOp, InvalBarrierOp,
-                                    WaitBarrierOp, WarpGroupDotOp, WarpGroupDotWaitOp)
+                                    WaitBarrierOp, WarpGroupDotWaitOp)
 from compiler.ir.attributes import IntegerAttr, StringAttr
 from compiler.ir.core import Module, Operation, Value
 from compiler.dialects.ttg import MemDescType
@@ -31,6 +32,7 @@ from compiler.ir.types import TensorType, i1, i32
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
 from .ir_utils import constant_value, is_pure, make_constant
+from .ttgir_optimize_dot_operands import only_dots_read, reads_for_dots
 from .ttgir_tma_lowering import BARRIER_TYPE, box_of
 from .loop_flatten import flatten_loop_nests
 from .wgmma_waits import relax_dot_waits
@@ -88,10 +90,9 @@ def _staged_loads(loop: ForOp, axis) -> list:
         if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
             continue
         readers = alloc.results[0].users()
-        if readers and all(isinstance(r, WarpGroupDotOp) or
-                           isinstance(r, LocalLoadOp) and r.results[0].users() and
-                           all(isinstance(u, tt.DotOp) for u in r.results[0].users())
-                           for r in readers):
+        if readers and all(isinstance(r, LocalLoadOp) and r.results[0].users() and
+                           all(isinstance(u, tt.DotOp) for u in r.results[0].users()) or
+                           reads_for_dots(r) for r in readers):
             pairs.append((op, alloc))
     return pairs
 
@@ -99,7 +100,8 @@ def _staged_loads(loop: ForOp, axis) -> list:
 def tma_staged_alloc(load: Operation, loop: ForOp) -> Operation | None:
     """The `ttg.local_alloc` a descriptor load of the loop body feeds when TMA can copy it
     straight into that buffer (its layout is the TMA box's, `ttgir_tma_lowering.box_of`) and
-    only warp-group dots read it; None otherwise (tma-lowering then copies it in place)."""
+    only warp-group dots read it (directly or through `ttg.memdesc_trans` views); None
+    otherwise (tma-lowering then copies it in place)."""
     users = load.results[0].users()
     if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or \
             users[0].parent is not loop.body:
@@ -107,10 +109,7 @@ def tma_staged_alloc(load: Operation, loop: ForOp) -> Operation | None:
     alloc = users[0]
     if alloc.results[0].type.encoding != box_of(load.results[0].type)[1]:
         return None
-    readers = alloc.results[0].users()
-    if not readers or not all(isinstance(r, WarpGroupDotOp) for r in readers):
-        return None
-    return alloc
+    return alloc if only_dots_read(alloc.results[0]) else None
 
 
 def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
@@ -362,7 +361,7 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
                       [MemDescType(alloc.results[0].type.shape, alloc.results[0].type.element,
                                    alloc.results[0].type.encoding, True)],
                       loc=alloc.loc).results[0]
-        alloc.results[0].replace_all_uses_with(view)
+        replace_buffer(alloc.results[0], view)
         alloc.erase()
     released = relax_dot_waits(body, ctx)
     if released is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from compiler.codegen.tma import tma_box
 from compiler.dialects import tt
 from compiler.dialects.ttg import (BarrierOp, LocalAllocOp, LocalLoadOp, MemDescType,
-                                   NVMMASharedEncoding, SwizzledSharedEncoding)
+                                   NVMMASharedEncoding, SwizzledSharedEncoding, replace_buffer)
 from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, AsyncTMACopyLocalToGlobalOp,
                                     BarrierExpectOp, FenceAsyncSharedOp, InitBarrierOp,
                                     InvalBarrierOp, TMAStoreWaitOp, WaitBarrierOp)
@@ -81,7 +81,7 @@ def lower_load(load: Operation, ctx: PassContext) -> None:
     insert_new(BarrierOp, [], [], {}, anchor, load.loc)
     insert_new(InvalBarrierOp, [bar], [], {}, anchor, load.loc)
     if alloc is not None:
-        alloc.results[0].replace_all_uses_with(buf)
+        replace_buffer(alloc.results[0], buf)
         alloc.erase()
         load.erase()
         ctx.record_pattern("tt.descriptor_load -> TMA copy read by wgmma in place", op=anchor)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from compiler.analysis.conversion import tensor_plan
 from compiler.analysis.layout_to_linear import LayoutConversionError
-from compiler.dialects.ttg import ConvertLayoutOp, MemDescIndexOp, MemDescType
+from compiler.dialects.ttg import ConvertLayoutOp, MemDescIndexOp, MemDescTransOp, MemDescType
 from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir.attributes import BoolAttr, IntegerAttr
 from compiler.ir.core import Block, Operation, Value
@@ -114,8 +114,11 @@ def _covering_wait(body: Block, before: Operation) -> Operation | None:
 
 def _reads_a_buffer_of_the_iteration(dot: Operation, body: Block) -> bool:
     """Whether a shared-memory operand of `dot` is defined in `body` by an op other than
-    `ttg.memdesc_index` (a multi-buffer's slot): a buffer that lives only in this iteration."""
+    `ttg.memdesc_index` (a multi-buffer's slot), looking through `ttg.memdesc_trans` views: a
+    buffer that lives only in this iteration."""
     for operand in dot.operands[:ACCUMULATOR]:
+        while isinstance(operand.owner_op, MemDescTransOp):
+            operand = operand.owner_op.operands[0]
         definer = operand.owner_op
         if not isinstance(operand.type, MemDescType) or definer is None or \
                 isinstance(definer, MemDescIndexOp):

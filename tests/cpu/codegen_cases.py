@@ -168,6 +168,16 @@ def dot_shared(rng):
     return KERNELS["dot_shared"](), (1,), [a, b, c0.copy(), 32, 32], check
 
 
+def dot_shared_trans(rng):
+    a = rng.standard_normal((32, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 32)).astype(np.float32)
+
+    def check(read):
+        _close(read(2), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
+    return KERNELS["dot_shared_trans"](), (1,), [a, b, np.zeros((32, 32), np.float32), 32, 32], \
+        check
+
+
 def argmax_trans_scan(rng):
     m, n = 29, 48
     x = rng.standard_normal((m, n)).astype(np.float32)
@@ -200,6 +210,7 @@ CASES = {
     "reduce_int_axis0": reduction("reduce_int_axis0", "isum"),
     "convert": convert, "int_ops": int_ops, "half_types": half_types, "loop_if": loop_if,
     "scan": scan, "atomics": atomics, "dot": dot, "dot_shared": dot_shared,
+    "dot_shared_trans": dot_shared_trans,
     "argmax_trans_scan": argmax_trans_scan,
     "while_loop": while_loop,
 }

@@ -266,14 +266,10 @@ def dot_fma() -> str:
     return module(body, {"blocked": B2})
 
 
-def dot_shared() -> str:
-    """c = a @ b + c0 through shared buffers (local_alloc / local_load into dot operands), in a
-    2-iteration scf.for that adds the product twice: c = c0 + 2 (a @ b)."""
-    A = "#ttg.dot_op<{opIdx = 0, parent = #blocked}>"
-    Bo = "#ttg.dot_op<{opIdx = 1, parent = #blocked}>"
-    T = "tensor<32x32xf32, #blocked>"
-    M = "!ttg.memdesc<32x32xf32, #shared, #smem>"
-    body = f"""  tt.func public @dot_shared(%a_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %b_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %c_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %m: i32, %n: i32 {{tt.divisibility = 16 : i32}}) {{
+def _abc_pointers(name: str) -> str:
+    """The head of a 32x32 f32 kernel `name(a, b, c, m, n)`: its signature and the masked
+    row-major pointer tiles %app, %bpp, %cpp of a, b and c."""
+    return f"""  tt.func public @{name}(%a_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %b_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %c_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}, %m: i32, %n: i32 {{tt.divisibility = 16 : i32}}) {{
 {_offsets_2d("blocked", 32, 32, "%n")}
     %ap = tt.splat %a_ptr : !tt.ptr<f32> -> tensor<32x32x!tt.ptr<f32>, #blocked>
     %app = tt.addptr %ap, %off : tensor<32x32x!tt.ptr<f32>, #blocked>, tensor<32x32xi32, #blocked>
@@ -281,7 +277,17 @@ def dot_shared() -> str:
     %bpp = tt.addptr %bp, %off : tensor<32x32x!tt.ptr<f32>, #blocked>, tensor<32x32xi32, #blocked>
     %cp = tt.splat %c_ptr : !tt.ptr<f32> -> tensor<32x32x!tt.ptr<f32>, #blocked>
     %cpp = tt.addptr %cp, %off : tensor<32x32x!tt.ptr<f32>, #blocked>, tensor<32x32xi32, #blocked>
-    %c0 = tt.load %cpp, %mask : tensor<32x32x!tt.ptr<f32>, #blocked>
+"""
+
+
+def dot_shared() -> str:
+    """c = a @ b + c0 through shared buffers (local_alloc / local_load into dot operands), in a
+    2-iteration scf.for that adds the product twice: c = c0 + 2 (a @ b)."""
+    A = "#ttg.dot_op<{opIdx = 0, parent = #blocked}>"
+    Bo = "#ttg.dot_op<{opIdx = 1, parent = #blocked}>"
+    T = "tensor<32x32xf32, #blocked>"
+    M = "!ttg.memdesc<32x32xf32, #shared, #smem>"
+    body = _abc_pointers("dot_shared") + f"""    %c0 = tt.load %cpp, %mask : tensor<32x32x!tt.ptr<f32>, #blocked>
     %lo = arith.constant 0 : i32
     %hi = arith.constant 2 : i32
     %one = arith.constant 1 : i32
@@ -301,6 +307,33 @@ def dot_shared() -> str:
 """
     shared = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>"
     return module(body, {"blocked": B2, "shared": shared, "smem": "#ttg.shared_memory"})
+
+
+def dot_shared_trans() -> str:
+    """c = a @ b^T: b's buffer is written as loaded and read transposed through a
+    `ttg.memdesc_trans` view (its swizzled layout's order renamed), no data moved."""
+    A = "#ttg.dot_op<{opIdx = 0, parent = #blocked}>"
+    Bo = "#ttg.dot_op<{opIdx = 1, parent = #blocked}>"
+    T = "tensor<32x32xf32, #blocked>"
+    M = "!ttg.memdesc<32x32xf32, #shared, #smem>"
+    MT = "!ttg.memdesc<32x32xf32, #shared1, #smem>"
+    body = _abc_pointers("dot_shared_trans") + f"""    %c0 = arith.constant dense<0.000000e+00> : {T}
+    %a = tt.load %app, %mask : tensor<32x32x!tt.ptr<f32>, #blocked>
+    %b = tt.load %bpp, %mask : tensor<32x32x!tt.ptr<f32>, #blocked>
+    %as = ttg.local_alloc %a : ({T}) -> {M}
+    %bs = ttg.local_alloc %b : ({T}) -> {M}
+    %bt = ttg.memdesc_trans %bs {{order = array<i32: 1, 0>}} : {M} -> {MT}
+    %ad = ttg.local_load %as : {M} -> tensor<32x32xf32, {A}>
+    %bd = ttg.local_load %bt : {MT} -> tensor<32x32xf32, {Bo}>
+    %d = tt.dot %ad, %bd, %c0, inputPrecision = ieee : tensor<32x32xf32, {A}> * tensor<32x32xf32, {Bo}> -> {T}
+    tt.store %cpp, %d, %mask : tensor<32x32x!tt.ptr<f32>, #blocked>
+    tt.return
+  }}
+"""
+    shared = "#ttg.swizzled_shared<{vec = 4, perPhase = 1, maxPhase = 8, order = [1, 0]}>"
+    shared_t = "#ttg.swizzled_shared<{vec = 4, perPhase = 1, maxPhase = 8, order = [0, 1]}>"
+    return module(body, {"blocked": B2, "shared": shared, "shared1": shared_t,
+                         "smem": "#ttg.shared_memory"})
 
 
 def argmax_trans_scan() -> str:
@@ -399,6 +432,7 @@ KERNELS = {
     "atomics": atomics,
     "dot": dot_fma,
     "dot_shared": dot_shared,
+    "dot_shared_trans": dot_shared_trans,
     "argmax_trans_scan": argmax_trans_scan,
     "while_print_assert": while_print_assert,
 }

@@ -281,6 +281,14 @@ def memdesc_index(ctx, op, values):
     return view
 
 
+@semantics(ttg.MemDescTransOp)
+def memdesc_trans(ctx, op, values):
+    """The buffer with its dims permuted by `order`, sharing its storage."""
+    view = SharedBuffer.__new__(SharedBuffer)
+    view.data = values[0].data.transpose(tuple(op.order))
+    return view
+
+
 @semantics(ttg.AsyncCopyGlobalToLocalOp)
 def async_copy_global_to_local(ctx, op, values):
     """Copy global memory into the buffer now; masked-off elements become 0 (zero-fill)."""
