@@ -31,7 +31,7 @@ case $part in
     TILE_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -n ${XDIST:-8} -p no:cacheprovider -rfE \
         tests/gpu/test_mma_v2_narrow_gpu.py tests/gpu/test_wgmma_loop_exit_wait_gpu.py \
         tests/gpu/test_fp8_fma_dot_gpu.py tests/gpu/test_tensor_descriptors_gpu.py \
-        tests/gpu/test_frontend_semantics_gpu.py 2>&1 \
+        tests/gpu/test_frontend_semantics_gpu.py tests/gpu/test_memdesc_trans_gpu.py 2>&1 \
         | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
     TILE_MMA_V2_TF32_INT8=1 timeout 240 python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
         --mode gpu --xdist ${XDIST:-8} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
