@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from compiler.dialects import scf, tt, ttng
 
+from .lower_wgmma import wait_on
 from .lowering import LoweringError
 from .registry import lowers
 
@@ -32,12 +33,16 @@ def _phis(builder, template: list) -> list:
     return [builder.phi(v.type) for v in template]
 
 
+def _less(builder, x, y, unsigned: bool):
+    return builder.icmp_unsigned("<", x, y) if unsigned else builder.icmp_signed("<", x, y)
+
+
 def in_flight_wait(op):
     """The `ttng.warp_group_dot_wait` right after loop `op` that waits on its results (the
     loop's last wgmma groups are still running when it exits), or None."""
-    block = op.parent
-    following = block.ops[block.ops.index(op) + 1:] if block is not None else []
-    wait = following[0] if following else None
+    ops = op.parent.ops if op.parent is not None else [op]
+    after = ops.index(op) + 1
+    wait = ops[after] if after < len(ops) else None
     if isinstance(wait, ttng.WarpGroupDotWaitOp) and \
             any(v.owner_op is op for v in wait.operands):
         return wait
@@ -60,8 +65,7 @@ def lower_for(ctx, op):
         skip_from = b.block
         guarded = b.append_basic_block("for.guarded")
         merge = b.append_basic_block("for.merge")
-        first = b.icmp_unsigned("<", lb, ub) if unsigned else b.icmp_signed("<", lb, ub)
-        b.cbranch(first, guarded, merge)
+        b.cbranch(_less(b, lb, ub, unsigned), guarded, merge)
         b.position_at_end(guarded)
     pre = b.block
     header = b.append_basic_block("for.header")
@@ -74,8 +78,7 @@ def lower_for(ctx, op):
     carried = _phis(b, flat_inits)
     for phi, init in zip(carried, flat_inits):
         phi.add_incoming(init, pre)
-    cond = b.icmp_unsigned("<", iv, ub) if unsigned else b.icmp_signed("<", iv, ub)
-    b.cbranch(cond, body, exit_)
+    b.cbranch(_less(b, iv, ub, unsigned), body, exit_)
     b.position_at_end(body)
     block = op.regions[0].blocks[0]
     ctx.set(block.args[0], [iv])
@@ -100,15 +103,11 @@ def _wait_on_exit(ctx, op, wait, results: list, inits: list, skip_from, merge) -
     """On the loop's exit path, `wgmma.wait_group` (the following wait's pendings) on the
     results that wait names; then join the path that skipped the loop (`inits`) in `merge`.
     The wait itself still runs after the join (a no-op for the loop's groups by then)."""
-    from .lower_wgmma import wait_group
     b = ctx.builder
     chosen = sorted({v.index for v in wait.operands if v.owner_op is op and results[v.index]})
-    out = wait_group(b, [r for i in chosen for r in results[i]],
-                     wait.attributes["pendings"].value)
-    start = 0
-    for i in chosen:
-        results[i] = out[start:start + len(results[i])]
-        start += len(results[i])
+    waited = wait_on(b, [results[i] for i in chosen], wait.attributes["pendings"].value)
+    for i, regs in zip(chosen, waited):
+        results[i] = regs
     exit_from = b.block
     b.branch(merge)
     b.position_at_end(merge)

@@ -307,19 +307,17 @@ def _unpack_f16_accumulator(builder, packed: list, acc: list, half) -> None:
             acc[r] = value
 
 
+def wait_on(builder, register_lists: list, pendings: int) -> list:
+    """`wait_group` with the registers of every list passed through it; the lists after."""
+    out = iter(wait_group(builder, [r for regs in register_lists for r in regs], pendings))
+    return [[next(out) for _ in regs] for regs in register_lists]
+
+
 @lowers(ttng.WarpGroupDotWaitOp)
 def lower_warp_group_dot_wait(ctx, op):
     """`ttng.warp_group_dot_wait {pendings = N}`: `wgmma.wait_group.sync.aligned N`, the
     tensors' registers passed through it (tied operands) so later reads follow the wait."""
-    pendings = op.attributes["pendings"].value
-    values, spans = [], []
-    for v in op.operands:
-        regs = list(ctx.get(v)) if isinstance(v.type, TensorType) else []
-        spans.append((len(values), len(regs)))
-        values += regs
-    out = wait_group(ctx.builder, values, pendings)
-    for v, r, (start, count) in zip(op.operands, op.results, spans):
-        if isinstance(v.type, TensorType):
-            ctx.set(r, out[start:start + count])
-        else:
-            ctx.set(r, ctx.get(v))
+    lists = [list(ctx.get(v)) if isinstance(v.type, TensorType) else [] for v in op.operands]
+    waited = wait_on(ctx.builder, lists, op.attributes["pendings"].value)
+    for v, r, regs in zip(op.operands, op.results, waited):
+        ctx.set(r, regs if isinstance(v.type, TensorType) else ctx.get(v))
