@@ -38,8 +38,13 @@ CASES = {"fp16-4096": ("float16", 4096), "fp16-8192": ("float16", 8192),
 TOLERANCE = {"float16": 2e-2, "bfloat16": 8e-2, "float32": 2e-2, "float8_e4m3fn": 2e-2}
 
 
-def _time(torch, do_bench, fn) -> float:
+def _time(do_bench, fn) -> float:
     return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def _config_name(config) -> str:
+    """'BMxBNxBK Ww Ss' of a (BM, BN, BK, warps, stages) config, '-' for none."""
+    return "x".join(map(str, config[:3])) + f" {config[3]}w {config[4]}s" if config else "-"
 
 
 def run_case(torch, triton, ours, theirs, name: str) -> dict:
@@ -58,7 +63,7 @@ def run_case(torch, triton, ours, theirs, name: str) -> dict:
     best = {"ours": (0.0, None), "triton": (0.0, None)}
     for config in CONFIGS:
         for who, module in (("ours", ours), ("triton", theirs)):
-            key = f"{who} {'x'.join(map(str, config[:3]))} {config[3]}w {config[4]}s"
+            key = f"{who} {_config_name(config)}"
             entry = {}
             try:
                 start = time.perf_counter()
@@ -67,7 +72,7 @@ def run_case(torch, triton, ours, theirs, name: str) -> dict:
                 entry["first_call_s"] = round(time.perf_counter() - start, 2)
                 for attr in ("n_regs", "n_spills"):
                     entry[attr] = getattr(kernel, attr, None)
-                t = _time(torch, triton.testing.do_bench,
+                t = _time(triton.testing.do_bench,
                           lambda: bench_wgmma.launch(module, a, b, c, config))
                 entry["tflops"] = flop / (t * 1e-3)
                 if entry["tflops"] > best[who][0]:
@@ -76,8 +81,7 @@ def run_case(torch, triton, ours, theirs, name: str) -> dict:
                 entry["error"] = f"{type(err).__name__}: {str(err).strip()[:300]}"
             row["configs"][key] = entry
     if not fp8:
-        row["torch"] = flop / (_time(torch, triton.testing.do_bench,
-                                     lambda: torch.matmul(a, b)) * 1e-3)
+        row["torch"] = flop / (_time(triton.testing.do_bench, lambda: torch.matmul(a, b)) * 1e-3)
     for who in ("ours", "triton"):
         row[who], row[f"{who}_config"] = best[who]
     row["ours/triton"] = row["ours"] / row["triton"] if row["triton"] else None
@@ -114,16 +118,14 @@ def write_markdown(rows: list, path: Path) -> None:
         if "error" in r:
             lines.append(f"| {r['case']} | error: {r['error'][:120]} | | | | | |")
             continue
-        def cfg(c):
-            return "x".join(map(str, c[:3])) + f" {c[3]}w {c[4]}s" if c else "-"
-        best_key = f"ours {cfg(r['ours_config'])}" if r.get("ours_config") else None
+        best_key = f"ours {_config_name(r['ours_config'])}" if r.get("ours_config") else None
         spills = r["configs"].get(best_key, {}).get("n_spills") if best_key else None
         checks = all(v["ok"] for k, v in r.items() if k.startswith("check ")) and \
             r.get("ptx_has_wgmma", False)
         ratio = f"{r['ours/triton']:.3f}" if r.get("ours/triton") else "-"
         torch_col = f"{r['torch']:.0f}" if r.get("torch") else "-"
-        lines.append(f"| {r['case']} | {r['ours']:.0f} ({cfg(r['ours_config'])}) | "
-                     f"{r['triton']:.0f} ({cfg(r['triton_config'])}) | {torch_col} | {ratio} | "
+        lines.append(f"| {r['case']} | {r['ours']:.0f} ({_config_name(r['ours_config'])}) | "
+                     f"{r['triton']:.0f} ({_config_name(r['triton_config'])}) | {torch_col} | {ratio} | "
                      f"{spills} | {'ok' if checks else 'FAILED'} |")
     path.write_text("\n".join(lines) + "\n")
 

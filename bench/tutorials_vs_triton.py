@@ -59,7 +59,6 @@ def mark_init(self, fn, benchmarks):
             json.dump(points_seen, fh)
         return value
     orig_mark_init(self, measured, benchmarks)
-    self.benchmarks_list = benchmarks if isinstance(benchmarks, (list, tuple)) else [benchmarks]
 testing.Mark.__init__ = mark_init
 os.chdir(os.path.dirname(path))
 sys.argv = [path]
