@@ -1,0 +1,154 @@
+"""Registers, spill bytes and ptxas performance warnings of tutorial 06's `_attn_fwd_tma` (the
+kernel its fp16 forward benchmark runs on Hopper), compiled for sm_90 by ours and by a real
+Triton 3.6, side by side. No GPU needed: Triton compiles for a `GPUTarget("cuda", 90, 32)`.
+
+    PYTHONPATH=. python bench/tutorial06_registers.py TUTORIAL [--triton-path DIR]
+
+TUTORIAL is Triton's 06-fused-attention.py (reference data, never part of this repository);
+DIR a folder where `import triton` finds the real Triton (e.g. its wheel unpacked with
+`pip install --no-deps --target DIR triton==3.6.0`); without it only ours is listed. Each
+compiler runs in its own process (ours aliases `triton`). Rows: HEAD_DIM, BLOCK_M, BLOCK_N,
+warps, stages, STAGE (1 non-causal, 3 causal) for the tutorial's kept configs at 3 stages.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+Z, H, N_CTX = 4, 32, 4096
+
+
+def configs(tutorial) -> list:
+    """(HEAD_DIM, BLOCK_M, BLOCK_N, warps, stages, STAGE) the tutorial keeps, at 3 stages."""
+    rows = []
+    for head_dim in (64, 128):
+        for stage in (1, 3):
+            for conf in tutorial._attn_fwd_tma.configs:
+                bm, bn = conf.kwargs["BLOCK_M"], conf.kwargs["BLOCK_N"]
+                if bn <= head_dim and conf.num_stages == 3:
+                    rows.append((head_dim, bm, bn, conf.num_warps, conf.num_stages, stage))
+    return rows
+
+
+def ptxas_facts(ptx: str) -> dict:
+    """Registers, spill store bytes and C75xx warnings of `ptxas -arch=sm_90a -v`."""
+    from compiler.codegen.toolchain import find_tool
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        run = subprocess.run([find_tool("ptxas"), "-arch=sm_90a", "-v", str(src), "-o",
+                              str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
+    registers = re.search(r"Used (\d+) registers", run.stderr)
+    spills = re.search(r"(\d+) bytes spill stores", run.stderr)
+    return {"registers": int(registers.group(1)) if registers else None,
+            "spills": int(spills.group(1)) if spills else None,
+            "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", run.stderr)))}
+
+
+def ours(path: str) -> dict:
+    """{config: facts} compiled by this compiler."""
+    import attn_tutorial_compile
+    tutorial = attn_tutorial_compile.load_tutorial(path)
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    found = {}
+    for head_dim, bm, bn, warps, stages, stage in configs(tutorial):
+        q = torch.empty((Z, H, N_CTX, head_dim), dtype=torch.float16)
+        descs = [TensorDescriptor(q, shape=[Z * H * N_CTX, head_dim], strides=[head_dim, 1],
+                                  block_shape=shape)
+                 for shape in ([bm, head_dim], [bn, head_dim], [bn, head_dim], [bm, head_dim])]
+        m = torch.empty((Z, H, N_CTX), dtype=torch.float32)
+        kernel = tutorial._attn_fwd_tma.fn.warmup(
+            0.5, m, Z, H, *descs, N_CTX, HEAD_DIM=head_dim, FP8_OUTPUT=False, STAGE=stage,
+            BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, grid=(1,))
+        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_facts(kernel.asm["ptx"])
+    return found
+
+
+def triton(path: str) -> dict:
+    """{config: facts} compiled by the real Triton (run in a process of its own)."""
+    import importlib.util
+    import torch
+    import triton as real
+    from triton.backends.compiler import GPUTarget
+    target = GPUTarget("cuda", 90, 32)
+
+    class CpuDriver:                              # the tutorial asks the driver at import
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+        def get_current_target(self):
+            return target
+
+    real.runtime.driver.set_active(CpuDriver())
+    torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
+    spec = importlib.util.spec_from_file_location("tutorial06", path)
+    tutorial = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tutorial)
+    fn = tutorial._attn_fwd_tma.fn
+    found = {}
+    for head_dim, bm, bn, warps, stages, stage in configs(tutorial):
+        signature = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "N_CTX": "i32"}
+        for name, rows in (("desc_q", bm), ("desc_k", bn), ("desc_v", bn), ("desc_o", bm)):
+            signature[name] = f"tensordesc<fp16[{rows}, {head_dim}]>"
+        constants = {"HEAD_DIM": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "FP8_OUTPUT": False,
+                     "STAGE": stage}
+        signature.update({name: "constexpr" for name in constants})
+        signature = {name: signature[name] for name in fn.arg_names}
+        source = real.compiler.ASTSource(fn, signature, constants,
+                                         {(1,): [["tt.divisibility", 16]],
+                                          (8,): [["tt.divisibility", 16]]})
+        kernel = real.compile(source, target=target,
+                              options={"num_warps": warps, "num_stages": stages})
+        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_facts(kernel.asm["ptx"])
+    return found
+
+
+def _cell(facts: dict | None) -> str:
+    if not facts:
+        return "-"
+    spills = f" + {facts['spills']} B" if facts["spills"] else ""
+    warnings = f" {','.join(facts['warnings'])}" if facts["warnings"] else ""
+    return f"{facts['registers']}{spills}{warnings}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tutorial")
+    parser.add_argument("--triton-path", default=None)
+    parser.add_argument("--worker", choices=["ours", "triton"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    path = os.path.abspath(args.tutorial)
+    if args.worker:
+        print(json.dumps((ours if args.worker == "ours" else triton)(path)))
+        return 0
+    results = {}
+    for who, extra in (("ours", [str(ROOT)]), ("triton", [args.triton_path])):
+        if extra[0] is None:
+            continue
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(extra))
+        run = subprocess.run([sys.executable, __file__, path, "--worker", who], env=env,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{who} failed:\n{run.stderr[-2000:]}")
+            return 1
+        results[who] = json.loads(run.stdout.strip().splitlines()[-1])
+    print("| HEAD_DIM, BM, BN, warps, stages, STAGE | ours regs | Triton 3.6 regs |")
+    print("|---|---|---|")
+    for key, facts in results["ours"].items():
+        print(f"| {key} | {_cell(facts)} | {_cell(results.get('triton', {}).get(key))} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
