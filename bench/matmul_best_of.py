@@ -8,7 +8,8 @@ every config is timed for both compilers with `triton.testing.do_bench` (median,
 ours/Triton per config), torch.matmul once, and each compiler's best is reported with its
 config. A config a compiler refuses (shared memory, registers) is recorded with its error.
 Checks in the same run: the best config of ours against torch (fp64 reference), ours' spills
-and registers (`n_spills`, `n_regs`) for every config, `wgmma` in the PTX of ours' best config.
+and registers (`n_spills`, `n_regs`) for every config, the tensor-core instruction in the PTX
+of ours' best config (`wgmma`, or `mma.sync` for the 2-warp tf32 configs Triton runs on it too).
 
 Run on the H200 from the project root (about 6 minutes):
     PYTHONPATH=. python3 bench/matmul_best_of.py --out $OUT [--cases fp16-4096 bf16-8192]
@@ -107,12 +108,14 @@ def check_best(torch, ours, dtype, config) -> dict:
         err = (c.double() - a.double() @ b.double()).abs().max().item()
         tol = TOLERANCE[str(dtype).split(".")[-1]] * K ** 0.5 + 1e-2
         out[f"check {M}x{N}x{K}"] = {"max_abs_err": err, "tol": tol, "ok": err <= tol}
-    out["ptx_has_wgmma"] = "wgmma.mma_async" in kernel.asm["ptx"]
+    ptx = kernel.asm["ptx"]
+    # the tensor-core instruction: wgmma, or mma.sync where Triton uses it too (2-warp tf32)
+    out["mma"] = "wgmma" if "wgmma.mma_async" in ptx else "mma.sync" if "mma.sync" in ptx else None
     return out
 
 
 def write_markdown(rows: list, path: Path) -> None:
-    lines = ["| case | ours (config) | Triton 3.6 (config) | torch | ours/Triton | ours' spills at best | checks |",
+    lines = ["| case | ours (config) | Triton 3.6 (config) | torch | ours/Triton | ours' spills at best | instruction, checks |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
@@ -121,12 +124,12 @@ def write_markdown(rows: list, path: Path) -> None:
         best_key = f"ours {_config_name(r['ours_config'])}" if r.get("ours_config") else None
         spills = r["configs"].get(best_key, {}).get("n_spills") if best_key else None
         checks = all(v["ok"] for k, v in r.items() if k.startswith("check ")) and \
-            r.get("ptx_has_wgmma", False)
+            r.get("mma") is not None
         ratio = f"{r['ours/triton']:.3f}" if r.get("ours/triton") else "-"
         torch_col = f"{r['torch']:.0f}" if r.get("torch") else "-"
         lines.append(f"| {r['case']} | {r['ours']:.0f} ({_config_name(r['ours_config'])}) | "
                      f"{r['triton']:.0f} ({_config_name(r['triton_config'])}) | {torch_col} | {ratio} | "
-                     f"{spills} | {'ok' if checks else 'FAILED'} |")
+                     f"{spills} | {r.get('mma')} {'ok' if checks else 'FAILED'} |")
     path.write_text("\n".join(lines) + "\n")
 
 

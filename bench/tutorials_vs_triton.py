@@ -7,7 +7,8 @@ DIR holds Triton's tutorial files (reference data, never part of this repository
 shared/tools/triton-compat/README.md). Each tutorial runs as `__main__` in a fresh process, once
 with the installed Triton and once with `triton` aliased to this compiler
 (`compiler.triton_alias.install()`); nothing in the tutorial is edited. The harness only wraps
-`triton.testing.Mark`'s measuring function to record every point it returns, and keeps K of
+`triton.testing.Mark`'s measuring function to record every point it returns (a point that
+raises is recorded with its error, reported as NaN to the tutorial, and the sweep goes on), and keeps K of
 each benchmark's x values (evenly spaced, first and last included; 0 keeps all), since the
 tutorials' full sweeps take longer than a device call. For each point and provider it prints
 ours / Triton; a provider measured by both runs that is not a Triton kernel (torch, cuBLAS) is
@@ -50,11 +51,20 @@ orig_mark_init = testing.Mark.__init__
 def mark_init(self, fn, benchmarks):
     def measured(**kwargs):
         t0 = time.time()
-        value = fn(**kwargs)
+        args = {{k: (v if isinstance(v, (int, float, str, bool)) else str(v))
+                for k, v in kwargs.items()}}
+        try:
+            value = fn(**kwargs)
+        except Exception as err:    # one point a compiler cannot run: record it, go on
+            points_seen.append({{"args": args, "error": f"{{type(err).__name__}}: {{err}}"[:400],
+                                "seconds": round(time.time() - t0, 2)}})
+            print("POINT FAILED", args, type(err).__name__, str(err)[:200], flush=True)
+            with open(record, "w") as fh:
+                json.dump(points_seen, fh)
+            return float("nan")
         first = value[0] if isinstance(value, (tuple, list)) else value
-        points_seen.append({{"args": {{k: (v if isinstance(v, (int, float, str, bool)) else str(v))
-                                       for k, v in kwargs.items()}},
-                            "value": float(first), "seconds": round(time.time() - t0, 2)}})
+        points_seen.append({{"args": args, "value": float(first),
+                            "seconds": round(time.time() - t0, 2)}})
         with open(record, "w") as fh:
             json.dump(points_seen, fh)
         return value
@@ -98,13 +108,20 @@ def _key(point: dict) -> tuple:
 
 def compare(name: str, ours: dict, real: dict) -> list:
     """One row per point measured by both: (args, provider, ours, real, ratio)."""
-    real_by_key = {_key(p): p["value"] for p in real["points"]}
+    real_by_key = {_key(p): p for p in real["points"]}
     rows = []
     for p in ours["points"]:
-        if _key(p) in real_by_key:
-            r = real_by_key[_key(p)]
-            rows.append({"tutorial": name, "args": p["args"], "ours": p["value"], "real": r,
-                         "ratio": p["value"] / r if r else None})
+        r = real_by_key.get(_key(p))
+        if r is None:
+            continue
+        if "error" in p or "error" in r:    # a point one compiler could not run
+            rows.append({"tutorial": name, "args": p["args"], "ours": p.get("value"),
+                         "real": r.get("value"), "ratio": None,
+                         "error": "ours: " + p["error"] if "error" in p else
+                         "Triton 3.6: " + r["error"]})
+            continue
+        rows.append({"tutorial": name, "args": p["args"], "ours": p["value"], "real": r["value"],
+                     "ratio": p["value"] / r["value"] if r["value"] else None})
     return rows
 
 
@@ -140,9 +157,12 @@ def main(argv=None) -> int:
     for r in rows:
         point = ", ".join(f"{k}={v}" for k, v in r["args"].items()
                           if k not in ("provider", "backend"))
-        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        lines.append(f"| {r['tutorial'][:2]} | {point} | {_provider(r['args'])} | {r['ours']:.4g} | "
-                     f"{r['real']:.4g} | {ratio} |")
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else \
+            f"- ({r['error'][:80]})" if r.get("error") else "-"
+        ours_value = f"{r['ours']:.4g}" if r["ours"] is not None else "failed"
+        real_value = f"{r['real']:.4g}" if r["real"] is not None else "failed"
+        lines.append(f"| {r['tutorial'][:2]} | {point} | {_provider(r['args'])} | {ours_value} | "
+                     f"{real_value} | {ratio} |")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(args.out, "tutorials_vs_triton.md"), "w") as fh:

@@ -112,13 +112,17 @@ class CompiledKernel:
         """`args` without the constexpr ones when all the kernel's parameters were passed in
         order (Triton's compiled kernels take them all: tutorial 02 launches its warmed-up
         kernel with BLOCK_SIZE and num_stages at the end); otherwise `args` as given."""
-        spec = self.trace.specialization
-        signature = spec.get("signature", {})
-        params = spec.get("params") or list(signature)
-        runtime = [name for name in params
-                   if name in signature and signature[name] != "constexpr"]
-        if len(args) == len(params) and len(params) != len(runtime):
-            return tuple(a for a, name in zip(args, params) if name in runtime)
+        layout = self.__dict__.get("_param_layout")
+        if layout is None:      # (number of parameters, positions of the runtime ones): once
+            spec = self.trace.specialization
+            signature = spec.get("signature", {})
+            params = spec.get("params") or list(signature)
+            layout = (len(params), tuple(i for i, name in enumerate(params)
+                                         if name in signature and signature[name] != "constexpr"))
+            self.__dict__["_param_layout"] = layout
+        count, runtime = layout
+        if len(args) == count and count != len(runtime):
+            return tuple(args[i] for i in runtime)
         return args
 
     def _init_handles(self) -> None:

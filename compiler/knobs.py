@@ -136,10 +136,10 @@ class ptxas_knobs(base_knobs):
 class nvidia_knobs(base_knobs):
     #: tf32 (m16n8k8) and int8 (m16n8k32) dots on mma.sync (MMA v2) where wgmma cannot take
     #: them (sm_80+; on sm_90 dots of 2 warps or below 64 rows per warp group), as Triton
-    #: does; off, they stay on FMA (the values are right either way). Off by default: it turns
-    #: on once the H200 tier (tests/gpu/test_mma_v2_narrow_gpu.py) has verified it. The compile
-    #: option `mma_v2_tf32_int8` reads the variable.
-    mma_v2_tf32_int8 = env_knob("TILE_MMA_V2_TF32_INT8", bool, False)
+    #: does; off (TILE_MMA_V2_TF32_INT8=0), they stay on FMA (the values are right either way).
+    #: On by default since the H200 verified it (tests/gpu/test_mma_v2_narrow_gpu.py and
+    #: Triton's 402 tf32/int8 test_dot cases). The compile option `mma_v2_tf32_int8` reads it.
+    mma_v2_tf32_int8 = env_knob("TILE_MMA_V2_TF32_INT8", bool, True)
 
     @property
     def ptxas(self) -> ptxas_knobs:

@@ -21,15 +21,25 @@ _RETURN_MODES = ("min", "max", "mean", "median", "all")
 
 class _WallTimer:
     """Host wall clock: the callable is assumed synchronous (the interpreter, numpy). The other
-    timers override the same four methods."""
+    timers override the same methods with device events.
+
+    A timed region is `start()` ... `stop(token)`; `stop` returns a mark that `elapsed` turns
+    into milliseconds. Device timers only record events in `start`/`stop` and read them in
+    `elapsed`, after `synchronize`: the host never waits between runs, so the device queue
+    stays full and the times are the device's, not the host's launch latency (as in
+    `triton.testing.do_bench`)."""
 
     def start(self):
         """Mark the start of a timed region; returns a token for `stop`."""
         return time.perf_counter()
 
-    def stop(self, started) -> float:
-        """Milliseconds since `start` returned `started` (waits for the work to finish)."""
+    def stop(self, started):
+        """Mark the end of the region `started` began; returns a mark for `elapsed`."""
         return (time.perf_counter() - started) * 1e3
+
+    def elapsed(self, mark) -> float:
+        """Milliseconds of the region `mark` closed (after `synchronize` for device timers)."""
+        return mark
 
     def flush_cache(self):
         """Evict the device's L2 cache so each run starts cold (nothing to do on the host)."""
@@ -51,8 +61,11 @@ class _DriverTimer(_WallTimer):
         event = self.driver.Event()
         return event.record()
 
-    def stop(self, started) -> float:
-        end = self.driver.Event().record()
+    def stop(self, started):
+        return started, self.driver.Event().record()
+
+    def elapsed(self, mark) -> float:
+        started, end = mark
         return started.elapsed_ms(end)
 
     def flush_cache(self):
@@ -83,10 +96,13 @@ class _TorchTimer(_WallTimer):
         event.record()
         return event
 
-    def stop(self, started) -> float:
+    def stop(self, started):
         end = self.torch.cuda.Event(enable_timing=True)
         end.record()
-        end.synchronize()
+        return started, end
+
+    def elapsed(self, mark) -> float:
+        started, end = mark
         return started.elapsed_time(end)
 
     def flush_cache(self):
@@ -136,10 +152,12 @@ def do_bench(fn, warmup: float = 25, rep: float = 100, grad_to_none=None, quanti
     for _ in range(5):
         timer.flush_cache()
         fn()
-    estimate = max(timer.stop(started) / 5, 1e-6)
+    mark = timer.stop(started)
+    timer.synchronize()
+    estimate = max(timer.elapsed(mark) / 5, 1e-6)
     for _ in range(max(1, int(warmup / estimate))):
         fn()
-    times = []
+    marks = []
     for _ in range(max(1, int(rep / estimate))):
         if grad_to_none is not None:
             for tensor in grad_to_none:
@@ -147,9 +165,9 @@ def do_bench(fn, warmup: float = 25, rep: float = 100, grad_to_none=None, quanti
         timer.flush_cache()
         started = timer.start()
         fn()
-        times.append(timer.stop(started))
+        marks.append(timer.stop(started))
     timer.synchronize()
-    return _summarize(times, quantiles, return_mode)
+    return _summarize([timer.elapsed(m) for m in marks], quantiles, return_mode)
 
 
 def do_bench_cudagraph(fn, rep: float = 20, grad_to_none=None, quantiles=None,

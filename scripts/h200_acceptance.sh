@@ -3,12 +3,13 @@
 # usage (from the project root on the device, PYTHONPATH holding the project):
 #   scripts/h200_acceptance.sh PART OUT_DIR
 # PART: tier      the GPU tier (tests/gpu, -n 12, then the timing tests alone)
-#       matmul    bench/matmul_best_of.py (fp16/bf16 4096 and 8192, tf32, fp8: best of one list)
+#       matmul    bench/matmul_best_of.py (fp16/bf16 4096 and 8192, tf32, fp8: best of one list;
+#                 CASES="tf32-4096 ..." keeps some)
 #       attention bench/bench_attention.py (D64/D128, causal and not: best of one list)
 #       tutorials bench/tutorials_vs_triton.py over REFS (Triton's tutorial files), POINTS x values
-#       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path
-#                 with its knob on, the in-flight wgmma loop, fp8 FMA dots, descriptors), then
-#                 Triton's test_dot tf32/int8 cases with the knob on (RUNNER: triton-compat folder)
+#       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path, the in-flight wgmma loop, fp8 FMA dots, descriptors), then
+#                 Triton's test_dot tf32/int8 cases (the part testdot; RUNNER: the
+#                 triton-compat folder)
 # Every speed is a ratio to Triton 3.6 measured in the same process or run.
 set -o pipefail
 part=$1; out=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -21,7 +22,7 @@ case $part in
     TILE_REQUIRE_GPU=1 timeout 120 python3 -m pytest tests/gpu -q -m timing -p no:cacheprovider \
         -rfE 2>&1 | tail -5 | tee "$out/timing.log" ;;
   matmul)
-    timeout ${BENCH_TIMEOUT:-560} python3 bench/matmul_best_of.py --out "$out" 2>&1 | tee "$out/matmul.log" | tail -12 ;;
+    timeout ${BENCH_TIMEOUT:-560} python3 bench/matmul_best_of.py --out "$out" ${CASES:+--cases $CASES} 2>&1 | tee "$out/matmul.log" | tail -12 ;;
   attention)
     timeout ${BENCH_TIMEOUT:-560} python3 bench/bench_attention.py --out "$out" 2>&1 | tee "$out/attention.log" | tail -12 ;;
   tutorials)
@@ -33,8 +34,10 @@ case $part in
         tests/gpu/test_fp8_fma_dot_gpu.py tests/gpu/test_tensor_descriptors_gpu.py \
         tests/gpu/test_frontend_semantics_gpu.py tests/gpu/test_memdesc_trans_gpu.py 2>&1 \
         | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
-    TILE_MMA_V2_TF32_INT8=1 timeout 240 python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
+    bash "$0" testdot "$out" ;;
+  testdot)
+    timeout 240 python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
         --mode gpu --xdist ${XDIST:-8} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
         --files test_core.py --out "$out/test_dot" -- -k "test_dot and (tf32 or int8)" 2>&1 | grep "^passed" ;;
-  *) echo "unknown part '$part' (tier, matmul, attention, tutorials, pending)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (tier, matmul, attention, tutorials, pending, testdot)" >&2; exit 2 ;;
 esac

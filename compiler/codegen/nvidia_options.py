@@ -49,8 +49,8 @@ class NvidiaOptions(BackendOptions):
     tma: bool = True
     #: tf32 (m16n8k8) and int8 (m16n8k32) dots on mma.sync where wgmma cannot take them
     #: (sm_80+; on sm_90 below 64 rows per warp group or 2 warps); off, they stay on FMA.
-    #: Off by default until the H200 tier verifies it (TILE_MMA_V2_TF32_INT8=1 turns it on).
-    mma_v2_tf32_int8: bool = False
+    #: On by default since the H200 verified it (TILE_MMA_V2_TF32_INT8=0 turns it off).
+    mma_v2_tf32_int8: bool = True
 
     @property
     def ptx_arch(self) -> str:

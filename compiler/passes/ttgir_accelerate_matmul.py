@@ -105,7 +105,7 @@ class AccelerateMatmul(Pass):
                            check=lambda v: v == 0 or 70 <= v <= 120,
                            allowed="0 or a compute capability such as 80 or 90",
                            from_compile="arch"),
-                    Option("mma-v2-tf32-int8", bool, False,
+                    Option("mma-v2-tf32-int8", bool, True,
                            "tf32 and int8 dots on mma.sync where wgmma cannot take them "
                            "(sm_80+; off: FMA)", from_compile="mma_v2_tf32_int8"))
 

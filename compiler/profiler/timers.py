@@ -48,6 +48,7 @@ class EventTimer:
         cu = driver.bindings()
         self._cu = cu
         self._stream_handle = driver.stream_handle
+        self._current_stream = driver.current_stream
         self._flags = int(cu.CUevent_flags.CU_EVENT_DEFAULT)
         self._pool = []             # (start, end) raw CUevent pairs
         self._pending = []          # (site, kernel name) of pool[i], per launch since flush
@@ -83,14 +84,16 @@ class EventTimer:
         and the second after it, on the launch's stream."""
         pool, pending, slot = self._pool, self._pending, (site, kernel_name)
         record, handle, grow = self._cu.cuEventRecord, self._stream_handle, self._grow
+        current = self._current_stream
 
         def begin(stream):
             if len(pending) == len(pool):
                 grow()
             pair = pool[len(pending)]
-            # the default stream stays None: cuda.bindings turns an int into a CUstream
-            # object on every call, None costs nothing (the launcher spells it so too)
-            self._stream = raw = None if stream is None else handle(stream)
+            # no stream is the launch's: torch's current one (driver.current_stream); the
+            # default stream stays None: cuda.bindings turns an int into a CUstream object on
+            # every call, None costs nothing (the launcher spells it so too)
+            self._stream = raw = current() if stream is None else handle(stream)
             failed = record(pair[0], raw)[0]
             if failed:
                 self._check((failed,), "cuEventRecord")

@@ -10,6 +10,7 @@ in each thread that needs it.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -407,6 +408,24 @@ class Stream:
 
     def __int__(self) -> int:
         return int(self.handle)
+
+
+def current_stream():
+    """The stream a launch that names none goes to. Triton launches on torch's current stream,
+    so ours does too: torch's current stream on its current device, when torch is imported and
+    has initialized CUDA and that stream is not the default one; else None (the default stream,
+    which cuLaunchKernel takes for free). Without this, a kernel launched inside
+    `torch.cuda.stream(s)` would run unordered with the torch work around it on `s`."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        if not torch.cuda.is_initialized():
+            return None
+        raw = torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
+    except (AttributeError, RuntimeError):     # a torch without CUDA, or a stand-in module
+        return None
+    return raw or None
 
 
 def stream_handle(stream) -> int:

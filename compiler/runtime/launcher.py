@@ -253,7 +253,8 @@ def layout_args(kinds: Sequence[str]) -> ArgLayout:
 # The per-signature launch function. `{header}` is either the general form
 # `launch(grid, num_warps, shared_bytes, stream, args)` or the bound form
 # `launch(grid, args, stream=None)` whose num_warps/shared_bytes were fixed at build time.
-# The default stream goes to cuLaunchKernel as None, its cheapest spelling of stream 0.
+# No stream means torch's current stream, as in Triton (`driver.current_stream`); the default
+# stream goes to cuLaunchKernel as None, its cheapest spelling of stream 0.
 _LAUNCH_TEMPLATE = '''
 def launch({header}):
     try:
@@ -267,7 +268,8 @@ def launch({header}):
             check_grid(grid)
             return
         err, = cu_launch(function, gx, gy, gz, 32 * num_warps, 1, 1, shared_bytes,
-                         None if stream is None else stream_handle(stream), params_address, 0)
+                         current_stream() if stream is None else stream_handle(stream),
+                         params_address, 0)
     except Exception:
         explain_bad_args(args, grid)
         raise
@@ -328,7 +330,8 @@ class Launcher:
             "tensor_map_bytes": lambda v: _check_scalar("tensormap", v, "(a CUtensorMap)"),
             "pointer_getters": _POINTER_GETTERS,
             "cu_launch": self._launch_fn, "function": self.function,
-            "stream_handle": driver.stream_handle, "params_address": self.params_address,
+            "stream_handle": driver.stream_handle, "current_stream": driver.current_stream,
+            "params_address": self.params_address,
             "explain_bad_args": functools.partial(self.explain_bad_args, addresses=addresses),
             "launch_failed": self._launch_failed,
             "check_grid": check_grid, **bound,

@@ -184,6 +184,48 @@ def test_do_bench_wall_clock():
         do_bench(lambda: None, return_mode="best")
 
 
+class _QueueTimer:
+    """A device timer stand-in: regions are queued marks; reading one before a synchronize is a
+    host wait inside the timed loop, which the test forbids (Triton's do_bench never waits there:
+    a host wait per run drains the device queue and adds launch latency to every time)."""
+
+    def __init__(self):
+        self.log, self.pending = [], 0
+
+    def start(self):
+        self.log.append("start")
+        return len(self.log)
+
+    def stop(self, started):
+        self.pending += 1
+        return 0.25
+
+    def elapsed(self, mark):
+        assert self.pending == 0, "a run's time was read before the queue was synchronized"
+        return mark
+
+    def flush_cache(self):
+        self.log.append("flush")
+
+    def synchronize(self):
+        self.log.append("sync")
+        self.pending = 0
+
+
+def test_do_bench_device_timer_waits_once_per_phase(monkeypatch):
+    import compiler.testing as testing
+
+    timer = _QueueTimer()
+    monkeypatch.setattr(testing, "_timer", lambda use_gpu: timer)
+    runs = []
+    median = do_bench(lambda: runs.append(1), warmup=1, rep=10, return_mode="median")
+    assert median == 0.25
+    # one wait after the first call, one after the estimate, one after all timed runs
+    assert timer.log.count("sync") == 3
+    # 5 estimate runs (0.05 ms each), 20 warm-up runs, 200 timed runs, each timed one flushed
+    assert len(runs) == 1 + 5 + 20 + 200 and timer.log.count("flush") == 5 + 200
+
+
 def test_assert_close():
     assert_close(np.float16([1.0, 2.0]), np.float32([1.001, 2.0]))
     assert_close(np.int32([1, 2]), np.int32([1, 2]))

@@ -111,6 +111,33 @@ def test_a_transpose_read_by_anything_but_a_dot_stays_in_registers():
     assert not fired
 
 
+TWO_DOTS = """
+%q1 = ttg.local_alloc %x : (tensor<64x128xf16, #blocked>) -> !ttg.memdesc<64x128xf16, #shared, #smem>
+%d1 = ttng.warp_group_dot %q1, %b, %acc {isAsync = false} : !ttg.memdesc<64x128xf16, #shared, #smem> * !ttg.memdesc<128x64xf16, #shared_t, #smem> -> tensor<64x64xf32, #mma>
+%q2 = ttg.local_alloc %x : (tensor<64x128xf16, #blocked>) -> !ttg.memdesc<64x128xf16, #shared, #smem>
+%d2 = ttng.warp_group_dot %q2, %b, %d1 {isAsync = false} : !ttg.memdesc<64x128xf16, #shared, #smem> * !ttg.memdesc<128x64xf16, #shared_t, #smem> -> tensor<64x64xf32, #mma>
+%m = ttg.local_alloc : () -> !ttg.memdesc<64x128xf16, #shared, #smem, mutable>
+%n = ttg.local_alloc : () -> !ttg.memdesc<64x128xf16, #shared, #smem, mutable>
+"""
+TWO_DOTS_ARGS = ("%x: tensor<64x128xf16, #blocked>, %b: !ttg.memdesc<128x64xf16, #shared_t, #smem>, "
+                 "%acc: tensor<64x64xf32, #mma>")
+
+
+def test_two_dots_reading_one_tile_share_its_buffer():
+    """Causal attention's two loops both read Q: one buffer, as in Triton (a second one cost
+    32 KB of shared memory at 128x128 tiles). Mutable (scratch) allocs are never merged."""
+    text, fired = run(ttgir(TWO_DOTS, TWO_DOTS_ARGS, ALIASES), "optimize-dot-operands")
+    assert fired == {"duplicate local_alloc -> the first one": 1}
+    filecheck(text, """
+        CHECK: [[Q:%[0-9a-z_]+]] = ttg.local_alloc %x
+        CHECK-NEXT: [[D1:%[0-9a-z_]+]] = ttng.warp_group_dot [[Q]], %b, %acc
+        CHECK-NOT: ttg.local_alloc %x
+        CHECK: ttng.warp_group_dot [[Q]], %b, [[D1]]
+        CHECK: ttg.local_alloc : ()
+        CHECK: ttg.local_alloc : ()
+    """)
+
+
 # ---- tutorial 06's Hopper loop -----------------------------------------------------------------
 def _attention_sm90(head_dim: int, block_m: int, block_n: int, n_ctx: int = 4096,
                     stop_after: str | None = "ttgir"):

@@ -14,11 +14,13 @@ from tests.cpu.pass_helpers import patterns_fired, run_pipeline
 PATTERN = "tt.dot -> mma.sync m16n8k16 (MMA v2)"
 
 
-def accelerate(element: str, m: int, n: int, k: int, num_warps: int = 4, acc: str = "fp32"):
-    """(ttgir before, ttgir after accelerate-matmul, patterns fired)."""
+def accelerate(element: str, m: int, n: int, k: int, num_warps: int = 4, acc: str = "fp32",
+               options: str = ""):
+    """(ttgir before, ttgir after accelerate-matmul{options}, patterns fired)."""
     compiled = compile_source_ttgir(tile_dot_source(element, m, n, k, acc), num_warps, BEFORE_MMA)
     before = print_module(compiled.ttgir_module)
-    after, trace = run_pipeline(before, "accelerate-matmul", stage="ttgir")
+    pipeline = f"accelerate-matmul{{{options}}}" if options else "accelerate-matmul"
+    after, trace = run_pipeline(before, pipeline, stage="ttgir")
     return before, after, patterns_fired(trace)
 
 
@@ -40,11 +42,12 @@ def test_fires_for_half_precision_128x128x32_with_4_warps(element, ir_type):
 
 
 @pytest.mark.parametrize("element,m,n,k,num_warps,acc", [
-    ("fp32", 128, 128, 32, 4, "fp32"),      # fp32 stays on FMA (mma-v2-tf32-int8 is off)
-    ("i8", 128, 128, 32, 4, "i32"),         # int8 too (test_mma_v2_narrow.py turns it on)
+    ("fp32", 128, 128, 32, 4, "fp32"),      # fp32 stays on FMA with mma-v2-tf32-int8 off
+    ("i8", 128, 128, 32, 4, "i32"),         # int8 too (test_mma_v2_narrow.py covers it on)
 ])
 def test_does_not_fire(element, m, n, k, num_warps, acc):
-    before, after, fired = accelerate(element, m, n, k, num_warps, acc)
+    before, after, fired = accelerate(element, m, n, k, num_warps, acc,
+                                      options="mma-v2-tf32-int8=false")
     assert PATTERN not in fired
     assert after == before
     assert "nvidia_mma" not in after

@@ -1,6 +1,6 @@
 """tf32 (mma.sync m16n8k8) and int8 (m16n8k32) dots on MMA v2, behind the `mma_v2_tf32_int8`
-option (TILE_MMA_V2_TF32_INT8, knobs.nvidia.mma_v2_tf32_int8; off by default until the H200
-tier verifies it): accelerate-matmul's choice (FileCheck), the operand and accumulator linear
+option (TILE_MMA_V2_TF32_INT8, knobs.nvidia.mma_v2_tf32_int8; on by default since the H200
+verified it): accelerate-matmul's choice (FileCheck), the operand and accumulator linear
 layouts against the PTX ISA's fragment tables (written out here on their own), PTX that ptxas
 assembles for the shapes of Triton's test_dot that wgmma cannot take, and the values on the SIMT
 evaluator (tests/cpu/simt.py, whose m16n8k8/k32 follow the same ISA tables)."""
@@ -86,9 +86,9 @@ def test_tf32x3_becomes_three_tf32_dots_on_mma_v2(arch):
 
 
 @pytest.mark.parametrize("element,k,acc,options,precision", [
-    ("fp32", 32, "fp32", "compute-capability=90", None),               # the option is off
-    ("i8", 64, "i32", "compute-capability=90", None),
-    ("fp32", 32, "fp32", "compute-capability=80", "tf32x3"),           # off: no split either
+    ("fp32", 32, "fp32", "compute-capability=90 mma-v2-tf32-int8=false", None),  # option off
+    ("i8", 64, "i32", "compute-capability=90 mma-v2-tf32-int8=false", None),
+    ("fp32", 32, "fp32", "compute-capability=80 mma-v2-tf32-int8=false", "tf32x3"),  # no split
     ("fp32", 32, "fp32", "compute-capability=90 mma-v2-tf32-int8=true", "ieee"),
     ("fp32", 32, "fp32", "compute-capability=75 mma-v2-tf32-int8=true", None),  # no tf32 mma
 ])
@@ -98,21 +98,21 @@ def test_stays_on_fma(element, k, acc, options, precision):
     assert not any("mma.sync" in p or "tf32x3" in p for p in fired)
 
 
-def test_the_knob_sets_the_compile_option_default_off(monkeypatch):
+def test_the_knob_sets_the_compile_option_default_on(monkeypatch):
     monkeypatch.delenv("TILE_MMA_V2_TF32_INT8", raising=False)
-    assert knobs.nvidia.mma_v2_tf32_int8 is False
-    assert CompileOptions.from_env({}).mma_v2_tf32_int8 is False
-    knobs.nvidia.mma_v2_tf32_int8 = True          # writes the variable (propagate_env)
+    assert knobs.nvidia.mma_v2_tf32_int8 is True
+    assert CompileOptions.from_env({}).mma_v2_tf32_int8 is True
+    knobs.nvidia.mma_v2_tf32_int8 = False         # writes the variable (propagate_env)
     try:
-        assert CompileOptions.from_env({}).mma_v2_tf32_int8 is True
+        assert CompileOptions.from_env({}).mma_v2_tf32_int8 is False
         assert "mma_v2_tf32_int8" in CompileOptions.from_env({}).key_parts()
         # an explicit option wins over the environment
         assert CompileOptions.from_env(
-            {"mma_v2_tf32_int8": False}).mma_v2_tf32_int8 is False
+            {"mma_v2_tf32_int8": True}).mma_v2_tf32_int8 is True
     finally:
         knobs.nvidia.reset()
         os.environ.pop("TILE_MMA_V2_TF32_INT8", None)
-    assert CompileOptions.from_env({}, environ={"TILE_MMA_V2_TF32_INT8": "1"}).mma_v2_tf32_int8
+    assert not CompileOptions.from_env({}, environ={"TILE_MMA_V2_TF32_INT8": "0"}).mma_v2_tf32_int8
 
 
 # ---- layouts against the PTX ISA -------------------------------------------------------------
@@ -289,11 +289,14 @@ def test_int8_ptx_has_m16n8k32_satfinite_and_assembles(m, n, k, num_warps):
 
 
 @needs_ptxas
-def test_option_off_keeps_the_fma_ptx():
+def test_option_off_keeps_the_fma_ptx_and_the_default_is_on():
+    off = {"mma_v2_tf32_int8": False}
+    compiled, _, _ = compile_strided("float32", 32, 32, 32, 2, "tf32", options=off)
+    assert "mma.sync" not in compiled.asm["ptx"]
+    compiled, _, _ = compile_strided("int8", 32, 32, 64, 2, "tf32", options=off)
+    assert "mma.sync" not in compiled.asm["ptx"]
     compiled, _, _ = compile_strided("float32", 32, 32, 32, 2, "tf32", options={})
-    assert "mma.sync" not in compiled.asm["ptx"]
-    compiled, _, _ = compile_strided("int8", 32, 32, 64, 2, "tf32", options={})
-    assert "mma.sync" not in compiled.asm["ptx"]
+    assert TF32_MMA in compiled.asm["ptx"]
 
 
 # ---- values on the SIMT evaluator ---------------------------------------------------------------

@@ -206,6 +206,34 @@ def test_streams_are_passed_as_handles():
     assert [c["stream"] for c in rec.calls] == [0x55, 0x77]
 
 
+def _stand_in_torch(initialized: bool, raw_stream: int):
+    """A module standing in for torch as `driver.current_stream` reads it."""
+    cuda = types.SimpleNamespace(is_initialized=lambda: initialized)
+    c = types.SimpleNamespace(_cuda_getDevice=lambda: 0,
+                              _cuda_getCurrentRawStream=lambda device: raw_stream)
+    return types.SimpleNamespace(cuda=cuda, _C=c)
+
+
+def test_a_launch_without_a_stream_goes_to_torchs_current_stream(monkeypatch):
+    """Triton launches on torch's current stream: a kernel launched inside
+    `torch.cuda.stream(s)` (tutorial 02's benchmark sets one) must be ordered with the torch work
+    and the timing events on `s`, not run on the default stream beside them."""
+    import sys
+    launcher, rec = make(["i32"], ["i"])
+    bound = launcher.bind(4)
+    monkeypatch.setitem(sys.modules, "torch", _stand_in_torch(True, 0x99))
+    launcher.launch((1,), 1, 0, None, (1,))
+    bound((1,), (1,))
+    launcher.launch((1,), 1, 0, 0x55, (1,))              # an explicit stream still wins
+    monkeypatch.setitem(sys.modules, "torch", _stand_in_torch(True, 0))
+    launcher.launch((1,), 1, 0, None, (1,))              # torch on its default stream
+    monkeypatch.setitem(sys.modules, "torch", _stand_in_torch(False, 0x99))
+    launcher.launch((1,), 1, 0, None, (1,))              # torch without CUDA initialized
+    monkeypatch.delitem(sys.modules, "torch")
+    launcher.launch((1,), 1, 0, None, (1,))
+    assert [c["stream"] for c in rec.calls] == [0x99, 0x99, 0x55, None, None, None]
+
+
 def test_bound_launch_fixes_warps_and_shared_memory():
     launcher, rec = make(["ptr", "i32"], ["Q", "i"])
     run = launcher.bind(num_warps=8, shared_bytes=70000)

@@ -1,5 +1,6 @@
 """tf32 (mma.sync m16n8k8) and int8 (m16n8k32) dots on MMA v2 on the GPU, with the
-`mma_v2_tf32_int8` option on (TILE_MMA_V2_TF32_INT8=1, off by default until this tier passes):
+`mma_v2_tf32_int8` option on (its default since this tier passed; set here so an environment
+that turns it off cannot skip the check):
 Triton's test_dot shapes that wgmma cannot take (2 warps, or M below 64 per warp group), row-
 and column-major operands, tf32x3 and a chained second dot, against torch (tf32 within
 test_dot's tolerance, tf32x3 near fp32, int8 exact). Each launch's PTX must show the instruction,
