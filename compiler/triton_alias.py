@@ -34,6 +34,8 @@ ALIASES = {
     "triton.knobs": "compiler.knobs",
     "triton.tools": "compiler.tools",
     "triton.tools.tensor_descriptor": "compiler.tools.tensor_descriptor",
+    "triton.backends": "compiler.backends",
+    "triton.backends.compiler": "compiler.codegen.backend",
 }
 
 _MISSING = object()

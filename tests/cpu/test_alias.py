@@ -52,6 +52,19 @@ def test_imports_resolve_to_ours(alias):
     assert tl.constexpr is compiler.constexpr
 
 
+def test_triton_backends_lists_the_nvidia_backend(alias):
+    """`triton.backends` exists (torch's has_triton() asks `"cpu" in triton.backends.backends`;
+    without the module, torch.profiler failed under the alias with ModuleNotFoundError)."""
+    import triton.backends
+    from triton.backends.compiler import BaseBackend, GPUTarget
+
+    from compiler.runtime.active_driver import CudaDriver
+    assert set(triton.backends.backends) == {"nvidia"} and "cpu" not in triton.backends.backends
+    nvidia = triton.backends.backends["nvidia"]
+    assert issubclass(nvidia.compiler, BaseBackend) and nvidia.driver is CudaDriver
+    assert GPUTarget("cuda", 90, 32) == compiler.compiler.GPUTarget("cuda", 90, 32)
+
+
 def test_uninstall_restores_previous_modules():
     previous = types.ModuleType("triton")
     sys.modules["triton"] = previous
