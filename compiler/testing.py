@@ -23,23 +23,27 @@ class _WallTimer:
     """Host wall clock: the callable is assumed synchronous (the interpreter, numpy). The other
     timers override the same methods with device events.
 
-    A timed region is `start()` ... `stop(token)`; `stop` returns a mark that `elapsed` turns
-    into milliseconds. Device timers only record events in `start`/`stop` and read them in
-    `elapsed`, after `synchronize`: the host never waits between runs, so the device queue
-    stays full and the times are the device's, not the host's launch latency (as in
-    `triton.testing.do_bench`)."""
+    `regions(n)` makes n timed regions up front; `start(r)` and `stop(r)` mark one's ends and
+    `elapsed(r)` reads its milliseconds. Device timers only record events in `start`/`stop`
+    and read them after `synchronize`: the host neither waits nor creates events between
+    runs, so the device queue stays full and the times are the device's, not the host's
+    launch latency (as in `triton.testing.do_bench`)."""
 
-    def start(self):
-        """Mark the start of a timed region; returns a token for `stop`."""
-        return time.perf_counter()
+    def regions(self, n: int) -> list:
+        """`n` timed regions, made before the timed loop."""
+        return [[0.0, 0.0] for _ in range(n)]
 
-    def stop(self, started):
-        """Mark the end of the region `started` began; returns a mark for `elapsed`."""
-        return (time.perf_counter() - started) * 1e3
+    def start(self, region) -> None:
+        """Mark the start of `region`."""
+        region[0] = time.perf_counter()
 
-    def elapsed(self, mark) -> float:
-        """Milliseconds of the region `mark` closed (after `synchronize` for device timers)."""
-        return mark
+    def stop(self, region) -> None:
+        """Mark the end of `region`."""
+        region[1] = time.perf_counter()
+
+    def elapsed(self, region) -> float:
+        """Milliseconds of `region` (after `synchronize` for device timers)."""
+        return (region[1] - region[0]) * 1e3
 
     def flush_cache(self):
         """Evict the device's L2 cache so each run starts cold (nothing to do on the host)."""
@@ -57,16 +61,17 @@ class _DriverTimer(_WallTimer):
         self.driver = driver
         self.flush_buffer = None
 
-    def start(self):
-        event = self.driver.Event()
-        return event.record()
+    def regions(self, n: int) -> list:
+        return [(self.driver.Event(), self.driver.Event()) for _ in range(n)]
 
-    def stop(self, started):
-        return started, self.driver.Event().record()
+    def start(self, region) -> None:
+        region[0].record()
 
-    def elapsed(self, mark) -> float:
-        started, end = mark
-        return started.elapsed_ms(end)
+    def stop(self, region) -> None:
+        region[1].record()
+
+    def elapsed(self, region) -> float:
+        return region[0].elapsed_ms(region[1])
 
     def flush_cache(self):
         if self.flush_buffer is None:
@@ -91,19 +96,18 @@ class _TorchTimer(_WallTimer):
         self.torch = torch
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
-    def start(self):
-        event = self.torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
+    def regions(self, n: int) -> list:
+        event = self.torch.cuda.Event
+        return [(event(enable_timing=True), event(enable_timing=True)) for _ in range(n)]
 
-    def stop(self, started):
-        end = self.torch.cuda.Event(enable_timing=True)
-        end.record()
-        return started, end
+    def start(self, region) -> None:
+        region[0].record()
 
-    def elapsed(self, mark) -> float:
-        started, end = mark
-        return started.elapsed_time(end)
+    def stop(self, region) -> None:
+        region[1].record()
+
+    def elapsed(self, region) -> float:
+        return region[0].elapsed_time(region[1])
 
     def flush_cache(self):
         self.flush_buffer.zero_()
@@ -148,26 +152,28 @@ def do_bench(fn, warmup: float = 25, rep: float = 100, grad_to_none=None, quanti
     timer = _timer(use_gpu)
     fn()
     timer.synchronize()
-    started = timer.start()
+    estimate_region = timer.regions(1)[0]
+    timer.start(estimate_region)
     for _ in range(5):
         timer.flush_cache()
         fn()
-    mark = timer.stop(started)
+    timer.stop(estimate_region)
     timer.synchronize()
-    estimate = max(timer.elapsed(mark) / 5, 1e-6)
-    for _ in range(max(1, int(warmup / estimate))):
+    estimate = max(timer.elapsed(estimate_region) / 5, 1e-6)
+    n_warmup, n_repeat = max(1, int(warmup / estimate)), max(1, int(rep / estimate))
+    regions = timer.regions(n_repeat)
+    for _ in range(n_warmup):
         fn()
-    marks = []
-    for _ in range(max(1, int(rep / estimate))):
+    for region in regions:
         if grad_to_none is not None:
             for tensor in grad_to_none:
                 tensor.grad = None
         timer.flush_cache()
-        started = timer.start()
+        timer.start(region)
         fn()
-        marks.append(timer.stop(started))
+        timer.stop(region)
     timer.synchronize()
-    return _summarize([timer.elapsed(m) for m in marks], quantiles, return_mode)
+    return _summarize([timer.elapsed(r) for r in regions], quantiles, return_mode)
 
 
 def do_bench_cudagraph(fn, rep: float = 20, grad_to_none=None, quantiles=None,

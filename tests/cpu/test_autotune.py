@@ -186,23 +186,30 @@ def test_do_bench_wall_clock():
 
 class _QueueTimer:
     """A device timer stand-in: regions are queued marks; reading one before a synchronize is a
-    host wait inside the timed loop, which the test forbids (Triton's do_bench never waits there:
-    a host wait per run drains the device queue and adds launch latency to every time)."""
+    host wait inside the timed loop, and making one there is host work between runs; the test
+    forbids both (Triton's do_bench makes its events first and never waits in the loop: a wait
+    per run drains the device queue and adds launch latency to every time)."""
 
     def __init__(self):
-        self.log, self.pending = [], 0
+        self.log, self.pending, self.timing = [], 0, False
 
-    def start(self):
+    def regions(self, n):
+        assert not self.timing, "a region was made inside the timed loop"
+        self.log.append(f"regions {n}")
+        return [[None] for _ in range(n)]
+
+    def start(self, region):
+        self.timing = True
         self.log.append("start")
-        return len(self.log)
 
-    def stop(self, started):
+    def stop(self, region):
+        self.timing = False
         self.pending += 1
-        return 0.25
+        region[0] = 0.25
 
-    def elapsed(self, mark):
+    def elapsed(self, region):
         assert self.pending == 0, "a run's time was read before the queue was synchronized"
-        return mark
+        return region[0]
 
     def flush_cache(self):
         self.log.append("flush")
@@ -224,6 +231,7 @@ def test_do_bench_device_timer_waits_once_per_phase(monkeypatch):
     assert timer.log.count("sync") == 3
     # 5 estimate runs (0.05 ms each), 20 warm-up runs, 200 timed runs, each timed one flushed
     assert len(runs) == 1 + 5 + 20 + 200 and timer.log.count("flush") == 5 + 200
+    assert [e for e in timer.log if e.startswith("regions")] == ["regions 1", "regions 200"]
 
 
 def test_assert_close():
