@@ -66,7 +66,8 @@ def copy_bytes(axis, load: Operation, shared) -> int:
 def _staged_loads(loop: ForOp, axis) -> list:
     """(load, local_alloc) pairs of the loop body whose value reaches only tt.dots, through
     `ttg.local_alloc` and `ttg.local_load`, and that cp.async can copy (4 bytes or more per
-    instruction): the loads worth copying asynchronously."""
+    instruction): the loads worth copying asynchronously. When there are any, the loop's
+    `_vector_loads` follow as (load, None): copied too, read back by `ttg.local_load`."""
     pairs = []
     for op in loop.body.ops:
         if isinstance(op, tt.DescriptorLoadOp):
@@ -94,7 +95,32 @@ def _staged_loads(loop: ForOp, axis) -> list:
                            all(isinstance(u, tt.DotOp) for u in r.results[0].users()) or
                            reads_for_dots(r) for r in readers):
             pairs.append((op, alloc))
+    if pairs:
+        pairs.extend((load, None) for load in _vector_loads(loop, axis))
     return pairs
+
+
+def vector_shared(rank: int) -> SwizzledSharedEncoding:
+    """The unswizzled shared layout a pipelined 1-D load is copied into (row-major, vec 1)."""
+    return SwizzledSharedEncoding(1, 1, 1, tuple(range(rank)))
+
+
+def _vector_loads(loop: ForOp, axis) -> list:
+    """The 1-D tensor loads of the loop body (zero or no `other`, 4 bytes or more per copy) that
+    ride along with a loop's dot operands: each is copied into a ring of its own and read back
+    with `ttg.local_load` where it was loaded. Tutorial 06's backward loads a row block of M and
+    of Delta every iteration; left synchronous, each iteration waited for both global loads
+    (Triton's pipeliner copies them asynchronously too)."""
+    found = []
+    for op in loop.body.ops:
+        if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
+            continue
+        if len(op.results[0].type.shape) != 1 or not _is_zero_other(op.other):
+            continue
+        if not op.results[0].users() or copy_bytes(axis, op, vector_shared(1)) < MIN_COPY_BYTES:
+            continue
+        found.append(op)
+    return found
 
 
 def tma_staged_alloc(load: Operation, loop: ForOp) -> Operation | None:
@@ -138,6 +164,15 @@ def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
         in_slice.add(owner)
         work.extend(owner.operands)
     return in_slice | set(loads), carried
+
+
+def _slot_type(load: Operation, alloc: Operation | None) -> MemDescType:
+    """The type of one slot of `load`'s ring: its `ttg.local_alloc`'s, or for a vector load
+    (no alloc) the loaded tensor's shape in `vector_shared`."""
+    if alloc is not None:
+        return alloc.results[0].type
+    t = load.results[0].type
+    return MemDescType(tuple(t.shape), t.element, vector_shared(len(t.shape)), False)
 
 
 def _ordered(body, ops: set) -> list:
@@ -315,10 +350,12 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     # buffers and prologue, before the loop
     before = _Emitter(loop)
     buffers = {}
+    slot_types = {load: _slot_type(load, alloc) for load, alloc in pairs}
     for load, alloc in pairs:
-        t = alloc.results[0].type
+        t = slot_types[load]
         buf_type = MemDescType((stages,) + tuple(t.shape), t.element, t.encoding, True)
-        buffers[load] = before.op(LocalAllocOp, [], [buf_type], loc=alloc.loc).results[0]
+        buffers[load] = before.op(LocalAllocOp, [], [buf_type],
+                                  loc=(alloc or load).loc).results[0]
     tma_loads = [load for load in loads if isinstance(load, tt.DescriptorLoadOp)]
     copies = len(loads) - len(tma_loads)        # cp.async ones
     barriers = _stage_barriers(before, stages, loop.loc) if tma_loads else None
@@ -357,9 +394,16 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     if tma_loads:
         _wait_stage_barrier(top, new_loop, barriers, extract_slot, stages)
     for load, alloc in pairs:
-        view = top.op(MemDescIndexOp, [buffers[load], extract_slot],
-                      [MemDescType(alloc.results[0].type.shape, alloc.results[0].type.element,
-                                   alloc.results[0].type.encoding, True)],
+        t = slot_types[load]
+        slot_type = MemDescType(t.shape, t.element, t.encoding, True)
+        if alloc is None:       # read back where it was loaded
+            here = _Emitter(load)
+            view = here.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
+                           loc=load.loc).results[0]
+            value = here.op(LocalLoadOp, [view], [load.results[0].type], loc=load.loc)
+            load.results[0].replace_all_uses_with(value.results[0])
+            continue
+        view = top.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
                       loc=alloc.loc).results[0]
         replace_buffer(alloc.results[0], view)
         alloc.erase()
