@@ -66,8 +66,7 @@ def copy_bytes(axis, load: Operation, shared) -> int:
 def _staged_loads(loop: ForOp, axis) -> list:
     """(load, local_alloc) pairs of the loop body whose value reaches only tt.dots, through
     `ttg.local_alloc` and `ttg.local_load`, and that cp.async can copy (4 bytes or more per
-    instruction): the loads worth copying asynchronously. When there are any, the loop's
-    `_vector_loads` follow as (load, None): copied too, read back by `ttg.local_load`."""
+    instruction): the loads worth copying asynchronously."""
     pairs = []
     for op in loop.body.ops:
         if isinstance(op, tt.DescriptorLoadOp):
@@ -95,8 +94,6 @@ def _staged_loads(loop: ForOp, axis) -> list:
                            all(isinstance(u, tt.DotOp) for u in r.results[0].users()) or
                            reads_for_dots(r) for r in readers):
             pairs.append((op, alloc))
-    if pairs:
-        pairs.extend((load, None) for load in _vector_loads(loop, axis))
     return pairs
 
 
@@ -115,7 +112,9 @@ def _vector_loads(loop: ForOp, axis) -> list:
     for op in loop.body.ops:
         if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
             continue
-        if len(op.results[0].type.shape) != 1 or not _is_zero_other(op.other):
+        t = op.results[0].type
+        if len(t.shape) != 1 or not isinstance(getattr(t.element, "width", None), int) or \
+                not _is_zero_other(op.other):
             continue
         if not op.results[0].users() or copy_bytes(axis, op, vector_shared(1)) < MIN_COPY_BYTES:
             continue
@@ -338,6 +337,14 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     found = _stage0_slice(loop, loads)
     if found is None:
         return False
+    for load in _vector_loads(loop, axis):
+        # a vector load rides along only when its address can run ahead too (not, say, one
+        # computed from another load's value); the dot operands are pipelined either way
+        wider = _stage0_slice(loop, loads + [load])
+        if wider is not None:
+            loads.append(load)
+            pairs.append((load, None))
+            found = wider
     stage0, carried = found
     body = loop.body
     ordered = _ordered(body, stage0)
