@@ -75,15 +75,16 @@ def ours(path: str) -> dict:
     return found
 
 
-def triton(path: str) -> dict:
-    """{config: facts} compiled by the real Triton (run in a process of its own)."""
+def real_tutorial(path: str):
+    """(tutorial module, sm_90 GPUTarget) with the real Triton imported and a CPU driver
+    stand-in active (the tutorial asks the driver at import); run in a process of its own."""
     import importlib.util
     import torch
     import triton as real
     from triton.backends.compiler import GPUTarget
     target = GPUTarget("cuda", 90, 32)
 
-    class CpuDriver:                              # the tutorial asks the driver at import
+    class CpuDriver:
         def get_active_torch_device(self):
             return torch.device("cpu")
 
@@ -95,6 +96,13 @@ def triton(path: str) -> dict:
     spec = importlib.util.spec_from_file_location("tutorial06", path)
     tutorial = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tutorial)
+    return tutorial, target
+
+
+def triton(path: str) -> dict:
+    """{config: facts} compiled by the real Triton (run in a process of its own)."""
+    import triton as real
+    tutorial, target = real_tutorial(path)
     fn = tutorial._attn_fwd_tma.fn
     found = {}
     for head_dim, bm, bn, warps, stages, stage in configs(tutorial):
@@ -122,27 +130,39 @@ def _cell(facts: dict | None) -> str:
     return f"{facts['registers']}{spills}{warnings}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def side_by_side(script: str, description: str, workers: dict) -> dict | None:
+    """The command line both tutorial-06 comparison scripts share: `TUTORIAL [--triton-path
+    DIR]`. In a worker process (`--worker NAME`) prints `workers[NAME](tutorial path)` as JSON
+    and returns None; otherwise runs `script` once per compiler, ours with this checkout on
+    PYTHONPATH and "triton" with DIR (skipped without it), and returns {name: result}, or None
+    after printing the failing worker's error."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("tutorial")
     parser.add_argument("--triton-path", default=None)
-    parser.add_argument("--worker", choices=["ours", "triton"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=sorted(workers), help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = os.path.abspath(args.tutorial)
     if args.worker:
-        print(json.dumps((ours if args.worker == "ours" else triton)(path)))
-        return 0
+        print(json.dumps(workers[args.worker](path)))
+        return None
     results = {}
-    for who, extra in (("ours", [str(ROOT)]), ("triton", [args.triton_path])):
-        if extra[0] is None:
+    for who, extra in (("ours", str(ROOT)), ("triton", args.triton_path)):
+        if extra is None:
             continue
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(extra))
-        run = subprocess.run([sys.executable, __file__, path, "--worker", who], env=env,
+        env = dict(os.environ, PYTHONPATH=extra)
+        run = subprocess.run([sys.executable, script, path, "--worker", who], env=env,
                              capture_output=True, text=True)
         if run.returncode != 0:
             print(f"{who} failed:\n{run.stderr[-2000:]}")
-            return 1
+            return None
         results[who] = json.loads(run.stdout.strip().splitlines()[-1])
+    return results
+
+
+def main() -> int:
+    results = side_by_side(__file__, __doc__.splitlines()[0], {"ours": ours, "triton": triton})
+    if results is None:
+        return 0 if "--worker" in sys.argv else 1
     print("| HEAD_DIM, BM, BN, warps, stages, STAGE | ours regs | Triton 3.6 regs |")
     print("|---|---|---|")
     for key, facts in results["ours"].items():

@@ -12,13 +12,15 @@ int8) is still read K-major. The buffer now holds the loaded tile as it was load
 descriptor load's TMA box lands in it directly, so the pipeliner copies K into a ring like V
 (Triton's OptimizeDotOperands, whose transpose-fusing pattern this is).
 
-The pass also merges an immutable `local_alloc` of a value already staged with the same type
-earlier in the same block (two dots reading one tile share one buffer).
+The pass also merges an immutable `local_alloc` of a value already staged earlier in the same
+block, with the same type or, for a 16-bit tile only dots read, another nvmma_shared layout
+(two dots reading one tile, one of them transposed, share one buffer).
 """
 from __future__ import annotations
 
 from compiler.dialects.tt import TransOp
-from compiler.dialects.ttg import (LocalAllocOp, MemDescTransOp, MemDescType, transposed_memdesc,
+from compiler.dialects.ttg import (LocalAllocOp, MemDescTransOp, MemDescType,
+                                   NVMMASharedEncoding, replace_buffer, transposed_memdesc,
                                    transposed_shared)
 from compiler.dialects.ttng import WarpGroupDotOp
 from compiler.ir.attributes import DenseArrayAttr
@@ -78,12 +80,39 @@ def fuse_transpose(alloc: Operation, ctx: PassContext) -> bool:
     return True
 
 
+def _copy_friendly(source_type, t: MemDescType) -> tuple:
+    """How well a tile in `source_type`'s register layout is stored into a buffer of type `t`
+    (larger is better): first whether the buffer's contiguous dim is the registers' (so the
+    copy, cp.async included, moves whole vectors; `ttgir_pipeline.copy_bytes`), then the
+    swizzle width (wider: fewer bank conflicts on wgmma's reads)."""
+    order = getattr(source_type.encoding, "order", None)
+    same = order is not None and order[0] == t.encoding.order[0]
+    return (same, t.encoding.swizzling_byte_width)
+
+
+def _can_share(first: Operation, alloc: Operation) -> bool:
+    """Whether two immutable allocs of one 16-bit tile in different nvmma_shared layouts can be
+    one buffer: only warp-group dots read each (directly or through `ttg.memdesc_trans`), and
+    wgmma reads a 16-bit operand in either major-ness, so any of the two layouts serves every
+    reader (tf32, fp8 and int8 operands must stay K-major, so those are left alone)."""
+    a, b = first.results[0].type, alloc.results[0].type
+    return (isinstance(a.encoding, NVMMASharedEncoding) and
+            isinstance(b.encoding, NVMMASharedEncoding) and
+            a.shape == b.shape and a.element == b.element and a.element.width == 16 and
+            only_dots_read(first.results[0]) and only_dots_read(alloc.results[0]))
+
+
 def merge_duplicate_alloc(alloc: Operation, seen: dict, ctx: PassContext) -> bool:
-    """An immutable `local_alloc %x` after another of the same `%x` and type in the same block
-    reuses the first buffer (True when it was merged). accelerate-matmul stages each dot's
-    operand on its own, so the Q tile that both loops of causal attention read was stored twice
-    and held 32 KB more shared memory than Triton's kernel (enough to push 128x128 tiles at 3
-    stages over the H200's limit)."""
+    """An immutable `local_alloc %x` after another of the same `%x` in the same block reuses the
+    first buffer (True when it was merged). accelerate-matmul stages each dot's operand on its
+    own, so the Q tile that both loops of causal attention read was stored twice and held 32 KB
+    more shared memory than Triton's kernel (enough to push 128x128 tiles at 3 stages over the
+    H200's limit). Two allocs in different nvmma_shared layouts merge too when `_can_share`:
+    the kept buffer takes the layout `_copy_friendly` prefers and the `ttg.memdesc_trans` views
+    on it are re-derived. Tutorial 06's backward reads its Q^T tile (dK/dV loop) and K^T tile
+    (dQ loop) once as a dot operand and once transposed; two buffers meant two stores of the
+    tile every iteration and a load the pipeliner could not ring-buffer (it copies a load with
+    one alloc), where Triton copies the tile once, asynchronously, into one ring."""
     t = alloc.results[0].type
     if alloc.src is None or not isinstance(t, MemDescType) or t.mutable:
         return False
@@ -93,6 +122,15 @@ def merge_duplicate_alloc(alloc: Operation, seen: dict, ctx: PassContext) -> boo
             alloc.results[0].replace_all_uses_with(first.results[0])
             alloc.erase()
             ctx.record_pattern("duplicate local_alloc -> the first one", op=first)
+            return True
+        if _can_share(first, alloc):
+            kept = max((first.results[0].type, t),
+                       key=lambda m: _copy_friendly(alloc.src.type, m))
+            first.results[0].type = kept
+            replace_buffer(first.results[0], first.results[0])
+            replace_buffer(alloc.results[0], first.results[0])
+            alloc.erase()
+            ctx.record_pattern("local_alloc in another nvmma layout -> the first one", op=first)
             return True
     seen[key].append(alloc)
     return False
@@ -105,7 +143,8 @@ class OptimizeDotOperands(Pass):
     tile's buffer, which wgmma reads with the other descriptor major-ness. No register
     round trip or layout conversion remains, and a descriptor-loaded tile (attention's K)
     is staged exactly as loaded, so the pipeliner ring-buffers it (Triton's
-    OptimizeDotOperands). Duplicate immutable allocs of one value share the first buffer."""
+    OptimizeDotOperands). Duplicate immutable allocs of one value share the first buffer,
+    also across nvmma_shared layouts when only 16-bit dots read them."""
 
     name = "optimize-dot-operands"
     stage = "ttgir"

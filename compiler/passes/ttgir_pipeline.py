@@ -97,6 +97,31 @@ def _staged_loads(loop: ForOp, axis) -> list:
     return pairs
 
 
+def vector_shared(rank: int) -> SwizzledSharedEncoding:
+    """The unswizzled shared layout a pipelined 1-D load is copied into (row-major, vec 1)."""
+    return SwizzledSharedEncoding(1, 1, 1, tuple(range(rank)))
+
+
+def _vector_loads(loop: ForOp, axis) -> list:
+    """The 1-D tensor loads of the loop body (zero or no `other`, 4 bytes or more per copy) that
+    ride along with a loop's dot operands: each is copied into a ring of its own and read back
+    with `ttg.local_load` where it was loaded. Tutorial 06's backward loads a row block of M and
+    of Delta every iteration; left synchronous, each iteration waited for both global loads
+    (Triton's pipeliner copies them asynchronously too)."""
+    found = []
+    for op in loop.body.ops:
+        if not isinstance(op, tt.LoadOp) or not isinstance(op.results[0].type, TensorType):
+            continue
+        t = op.results[0].type
+        if len(t.shape) != 1 or not isinstance(getattr(t.element, "width", None), int) or \
+                not _is_zero_other(op.other):
+            continue
+        if not op.results[0].users() or copy_bytes(axis, op, vector_shared(1)) < MIN_COPY_BYTES:
+            continue
+        found.append(op)
+    return found
+
+
 def tma_staged_alloc(load: Operation, loop: ForOp) -> Operation | None:
     """The `ttg.local_alloc` a descriptor load of the loop body feeds when TMA can copy it
     straight into that buffer (its layout is the TMA box's, `ttgir_tma_lowering.box_of`) and
@@ -138,6 +163,15 @@ def _stage0_slice(loop: ForOp, loads: list) -> tuple[set, set] | None:
         in_slice.add(owner)
         work.extend(owner.operands)
     return in_slice | set(loads), carried
+
+
+def _slot_type(load: Operation, alloc: Operation | None) -> MemDescType:
+    """The type of one slot of `load`'s ring: its `ttg.local_alloc`'s, or for a vector load
+    (no alloc) the loaded tensor's shape in `vector_shared`."""
+    if alloc is not None:
+        return alloc.results[0].type
+    t = load.results[0].type
+    return MemDescType(tuple(t.shape), t.element, vector_shared(len(t.shape)), False)
 
 
 def _ordered(body, ops: set) -> list:
@@ -303,6 +337,14 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     found = _stage0_slice(loop, loads)
     if found is None:
         return False
+    for load in _vector_loads(loop, axis):
+        # a vector load rides along only when its address can run ahead too (not, say, one
+        # computed from another load's value); the dot operands are pipelined either way
+        wider = _stage0_slice(loop, loads + [load])
+        if wider is not None:
+            loads.append(load)
+            pairs.append((load, None))
+            found = wider
     stage0, carried = found
     body = loop.body
     ordered = _ordered(body, stage0)
@@ -315,10 +357,12 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     # buffers and prologue, before the loop
     before = _Emitter(loop)
     buffers = {}
+    slot_types = {load: _slot_type(load, alloc) for load, alloc in pairs}
     for load, alloc in pairs:
-        t = alloc.results[0].type
+        t = slot_types[load]
         buf_type = MemDescType((stages,) + tuple(t.shape), t.element, t.encoding, True)
-        buffers[load] = before.op(LocalAllocOp, [], [buf_type], loc=alloc.loc).results[0]
+        buffers[load] = before.op(LocalAllocOp, [], [buf_type],
+                                  loc=(alloc or load).loc).results[0]
     tma_loads = [load for load in loads if isinstance(load, tt.DescriptorLoadOp)]
     copies = len(loads) - len(tma_loads)        # cp.async ones
     barriers = _stage_barriers(before, stages, loop.loc) if tma_loads else None
@@ -357,9 +401,16 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     if tma_loads:
         _wait_stage_barrier(top, new_loop, barriers, extract_slot, stages)
     for load, alloc in pairs:
-        view = top.op(MemDescIndexOp, [buffers[load], extract_slot],
-                      [MemDescType(alloc.results[0].type.shape, alloc.results[0].type.element,
-                                   alloc.results[0].type.encoding, True)],
+        t = slot_types[load]
+        slot_type = MemDescType(t.shape, t.element, t.encoding, True)
+        if alloc is None:       # read back where it was loaded
+            here = _Emitter(load)
+            view = here.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
+                           loc=load.loc).results[0]
+            value = here.op(LocalLoadOp, [view], [load.results[0].type], loc=load.loc)
+            load.results[0].replace_all_uses_with(value.results[0])
+            continue
+        view = top.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
                       loc=alloc.loc).results[0]
         replace_buffer(alloc.results[0], view)
         alloc.erase()
