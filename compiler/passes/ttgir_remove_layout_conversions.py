@@ -86,8 +86,9 @@ class RemoveLayoutConversions(Pass):
     produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
     expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
     layout when the cost model says that is cheaper than the conversion (a load is only ever
-    moved, never duplicated); (3) values carried by loops and ifs that are only ever converted
-    to one layout are carried in it; (4) conversions of loop-invariant values move out of
+    moved, never duplicated); (3) values carried by loops and ifs that every region yields
+    converted from one layout, or that are only ever converted to one layout, are carried in
+    it (an if's branches then keep the dot's layout, as Triton rewrites the if's types); (4) conversions of loop-invariant values move out of
     their loops; (5) a store whose value arrives through a conversion that cannot be removed
     moves into the value's layout instead, when that layout runs along the same contiguous dim
     at least as wide and the store's pointers and mask are cheap to rebuild in it (stores mask
