@@ -50,17 +50,21 @@ def _thread_zero_coords(encoding, shape) -> list:
     return out
 
 
-def fragment_registers(encoding, shape, tile: tuple, origin: tuple, k_major: bool = False):
-    """The registers of one instruction fragment, in fragment order: the 16 x 8 pieces of the
-    tile (`tile` rows x cols per warp, at `origin` relative to warp 0's first element) are
-    numbered along the columns, and inside a piece (row r, col c) is element
-    (r / 8) * 2 + c % 2 of its 4, as the PTX ISA lays out the wgmma accumulator and A
-    fragments (the mma.sync m16n8 fragment)."""
+def fragment_registers(encoding, shape, tile: tuple, origin: tuple, k_major: bool = False,
+                       per_word: int = 2):
+    """The registers of one instruction fragment, in fragment order: the 8 x (4 per_word)
+    pieces of the tile (`tile` rows x cols per warp, at `origin` relative to warp 0's first
+    element) are numbered along the columns, and inside a piece (row r, col c) is element
+    (r / 8) * per_word + c % per_word of its 2 per_word, as the PTX ISA lays out the wgmma
+    accumulator and A fragments: per_word = 2 for 32-bit accumulators and 16-bit A (the
+    mma.sync m16n8 fragment), 4 for an 8-bit A (each 32-bit word holds 4 elements along K)."""
     by_index = {}
+    piece_cols = 4 * per_word
     for reg, (r, c) in enumerate(_thread_zero_coords(encoding, shape)):
         rr, cc = r - origin[0], c - origin[1]
         if 0 <= rr < tile[0] and 0 <= cc < tile[1]:
-            by_index.setdefault((cc // 8) * 4 + (rr // 8) * 2 + cc % 2, reg)
+            by_index.setdefault((cc // piece_cols) * 2 * per_word + (rr // 8) * per_word
+                                + cc % per_word, reg)
     expected = tile[0] * tile[1] // 32
     if sorted(by_index) != list(range(expected)):
         raise LoweringError(f"{encoding}: registers do not form a wgmma fragment at {origin}")
@@ -203,7 +207,8 @@ def _register_a_words(builder, a, regs: list, reps_m: int, rows_per_rep: int, st
     for rm in range(reps_m):
         for kk in range(steps):
             index = fragment_registers(a.type.encoding, a.type.shape, (16, instr_k),
-                                       (rm * rows_per_rep, kk * instr_k))
+                                       (rm * rows_per_rep, kk * instr_k),
+                                       per_word=32 // a.type.element.width)
             words[rm, kk] = pack_words(builder, [regs[i] for i in index], 32)
     return words
 

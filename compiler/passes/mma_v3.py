@@ -6,7 +6,7 @@ N the widest multiple of 8 up to 256 that divides the warp group's columns and K
 bits (16 for f16/bf16, 8 for tf32, 32 for fp8 and int8, which accumulates in i32). The operands go to shared memory in
 `#ttg.nvmma_shared` layouts (the 16-byte chunks of each row swizzled as wgmma's descriptors
 expect), written by `ttg.local_alloc`; the pipeline pass later turns those into cp.async
-multi-buffers. A 16-bit A that is computed in the kernel (attention's p = softmax(q k)) stays in
+multi-buffers. A 16-bit or fp8 A that is computed in the kernel (attention's p = softmax(q k)) stays in
 registers as a `#ttg.dot_op` of the v3 parent. The dot is followed by a
 `ttng.warp_group_dot_wait {pendings = 0}`: synchronous until the pipeliner relaxes it.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from compiler.analysis.layout_propagation import order_of
 from compiler.codegen.tma import swizzle_bytes
+from compiler.dialects.scf import IfOp
 from compiler.dialects.tt import DotOp
 from compiler.dialects.ttg import (BlockedEncoding, ConvertLayoutOp, DotOperandEncoding, LocalAllocOp,
                                    NVMMASharedEncoding, NvidiaMmaEncoding)
@@ -37,6 +38,9 @@ WGMMA_KINDS = {"f16": ("f16", 16), "bf16": ("bf16", 16), "f32": ("tf32", 8),
 #: only, as PTX allows; its dots wait for themselves, see lower_wgmma)
 WGMMA_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",),
                       "e4m3": ("f32",), "e5m2": ("f32",), "s8": ("i32",)}
+#: operand kinds whose A a wgmma may read from registers when it is computed in the kernel
+#: (attention's p): wgmma takes a register A of any K-major type, which p is
+REGISTER_A_KINDS = ("f16", "bf16", "e4m3", "e5m2")
 WARP_GROUP = 4
 INSTR_M = 16                 # rows per warp of one wgmma (64 per warp group)
 MAX_N = 256
@@ -84,17 +88,21 @@ def wgmma_kind(op: Operation) -> str | None:
 
 def computed_in_kernel(value: Value) -> bool:
     """Whether a value derives from another dot's result (then it is already in registers,
-    as p in attention), following operands back but not through loads."""
+    as p in attention), following operands back but not through loads, and an scf.if's
+    result back to what its branches yield (tutorial 06's softmax under a runtime `if`)."""
     seen, work = set(), [value]
     while work:
         v = work.pop()
         op = v.owner_op
-        if op is None or id(op) in seen:
+        if op is None or (id(op), id(v)) in seen:
             continue
-        seen.add(id(op))
+        seen.add((id(op), id(v)))
         if isinstance(op, (DotOp, WarpGroupDotOp, WarpGroupDotWaitOp)):
             return True
         if op.has_trait(MemoryRead):
+            continue
+        if isinstance(op, IfOp):
+            work.extend(region.blocks[0].terminator.operands[v.index] for region in op.regions)
             continue
         work.extend(op.operands)
     return False
@@ -201,8 +209,9 @@ def accelerate_v3(op: Operation, num_warps: int, ctx: PassContext) -> bool:
     if not all(_row_bytes(v, i, kind) >= 32 for i, v in ((0, a), (1, b))):
         return False        # no swizzle row to fill: wgmma's unswizzled mode is not used
     mma = NvidiaMmaEncoding(3, 0, warps, (INSTR_M, width, instr_k))
-    if kind in ("f16", "bf16") and computed_in_kernel(a):
-        a_new = insert_convert(_source(a), DotOperandEncoding(0, mma, 2), op)
+    if kind in REGISTER_A_KINDS and computed_in_kernel(a):
+        k_width = 32 // a.type.element.width        # elements per 32-bit fragment word
+        a_new = insert_convert(_source(a), DotOperandEncoding(0, mma, k_width), op)
     else:
         a_new = _shared_operand(a, 0, kind, op)
     b_new = _shared_operand(b, 1, kind, op)

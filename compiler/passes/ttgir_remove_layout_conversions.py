@@ -86,8 +86,9 @@ class RemoveLayoutConversions(Pass):
     produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
     expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
     layout when the cost model says that is cheaper than the conversion (a load is only ever
-    moved, never duplicated); (3) values carried by loops and ifs that are only ever converted
-    to one layout are carried in it; (4) conversions of loop-invariant values move out of
+    moved, never duplicated); (3) values carried by loops and ifs that every region yields
+    converted from one layout, or that are only ever converted to one layout, are carried in
+    it (an if's branches then keep the dot's layout, as Triton rewrites the if's types); (4) conversions of loop-invariant values move out of
     their loops; (5) a store whose value arrives through a conversion that cannot be removed
     moves into the value's layout instead, when that layout runs along the same contiguous dim
     at least as wide and the store's pointers and mask are cheap to rebuild in it (stores mask
@@ -105,6 +106,7 @@ class RemoveLayoutConversions(Pass):
         self.cost = _Cost(facts.num_warps * facts.threads_per_warp)
         self.ctx = ctx
         self.carried_done: set = set()
+        self.yield_carried: list = []       # results carried in their yielded layout
         fold_converts(module, ctx)
         for _ in range(6):
             changed = False
@@ -141,6 +143,9 @@ class RemoveLayoutConversions(Pass):
                  for r in op.results
                  if isinstance(r.type, TensorType) and isinstance(r.type.encoding,
                                                                   NvidiaMmaEncoding)]
+        # and so is a result carried in the layout its regions yield it from (section 3): the
+        # code after an scf.if then continues in the branches' layout
+        work += [(r, r.type.encoding) for r in self.yield_carried if r.owner_op.parent is not None]
         visited = set(work)
         while work:
             value, enc = work.pop()
@@ -363,9 +368,14 @@ class RemoveLayoutConversions(Pass):
                 if not isinstance(result.type, TensorType) or (op, i) in self.carried_done:
                     continue
                 # a loop is judged by its body's uses (they run every iteration)
-                watched = op.iter_args[i] if isinstance(op, ForOp) else result
-                targets = {u.results[0].type.encoding for u in watched.users()
-                           if isinstance(u, ConvertLayoutOp)}
+                # the layout every region yields it converted from wins (the conversions
+                # then leave the branches or the loop body); else the one its users convert to
+                targets, how = _yielded_sources(op, i), "yielded"
+                if len(targets) != 1:
+                    watched = op.iter_args[i] if isinstance(op, ForOp) else result
+                    targets = {u.results[0].type.encoding for u in watched.users()
+                               if isinstance(u, ConvertLayoutOp)}
+                    how = "converted"
                 if len(targets) != 1:
                     continue
                 target = targets.pop()
@@ -374,7 +384,9 @@ class RemoveLayoutConversions(Pass):
                     continue
                 self._retype_carried(op, i, target)
                 self.carried_done.add((op, i))
-                self.ctx.record_pattern(f"carry {op.name} value in its converted layout")
+                if how == "yielded":
+                    self.yield_carried.append(result)
+                self.ctx.record_pattern(f"carry {op.name} value in its {how} layout")
                 changed = True
         return changed
 
@@ -447,6 +459,24 @@ class RemoveLayoutConversions(Pass):
                 self.ctx.record_pattern("hoist loop-invariant convert_layout")
                 changed = True
         return changed
+
+
+def _yielded_sources(op: Operation, i: int) -> set:
+    """The layouts that every region of `op` (an scf.if's branches, an scf.for's body) yields
+    result `i` converted from: {S} when each yield's operand is a `ttg.convert_layout` out of
+    S, else empty. Carrying the result in S then drops the conversion from every branch (or
+    from every iteration) and leaves at most one after `op` (or per iteration at the carried
+    value's users), which forward propagation may remove in turn; never more work than
+    before. This is how attention's softmax, written under a runtime `if` in its K loop,
+    keeps the dot's #mma layout through the if (Triton rewrites the if's result types too)."""
+    sources = set()
+    for region in op.regions:
+        produced = region.blocks[0].terminator.operands[i]
+        conv = produced.owner_op
+        if not isinstance(conv, ConvertLayoutOp):
+            return set()
+        sources.add(conv.operands[0].type.encoding)
+    return sources
 
 
 def _no_worse_store_layout(new, old) -> bool:
