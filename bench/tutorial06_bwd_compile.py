@@ -181,13 +181,9 @@ def summarize(compiled: dict) -> dict:
 
 
 def main() -> int:
-    from tutorial06_registers import side_by_side
-    results = side_by_side(__file__, __doc__.splitlines()[0], {"ours": ours, "triton": triton})
-    if results is None:
-        return 0 if "--worker" in sys.argv else 1
-    print(table({"Triton 3.6" if who == "triton" else who: found
-                 for who, found in results.items()}))
-    return 0
+    import side_by_side
+    return side_by_side.main(__file__, __doc__.splitlines()[0], ours, triton,
+                             lambda results: print(table(results)))
 
 
 if __name__ == "__main__":

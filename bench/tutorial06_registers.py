@@ -12,18 +12,15 @@ warps, stages, STAGE (1 non-causal, 3 causal) for the tutorial's kept configs at
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+import side_by_side  # noqa: E402 - bench/ is put on the path just above
+from side_by_side import cpu_target, ptxas_report  # noqa: E402
 
 Z, H, N_CTX = 4, 32, 4096
 
@@ -38,21 +35,6 @@ def configs(tutorial) -> list:
                 if bn <= head_dim and conf.num_stages == 3:
                     rows.append((head_dim, bm, bn, conf.num_warps, conf.num_stages, stage))
     return rows
-
-
-def ptxas_facts(ptx: str) -> dict:
-    """Registers, spill store bytes and C75xx warnings of `ptxas -arch=sm_90a -v`."""
-    from compiler.codegen.toolchain import find_tool
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        run = subprocess.run([find_tool("ptxas"), "-arch=sm_90a", "-v", str(src), "-o",
-                              str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
-    registers = re.search(r"Used (\d+) registers", run.stderr)
-    spills = re.search(r"(\d+) bytes spill stores", run.stderr)
-    return {"registers": int(registers.group(1)) if registers else None,
-            "spills": int(spills.group(1)) if spills else None,
-            "warnings": sorted(set(re.findall(r"\((C75\d\d)\)", run.stderr)))}
 
 
 def ours(path: str) -> dict:
@@ -71,7 +53,7 @@ def ours(path: str) -> dict:
         kernel = tutorial._attn_fwd_tma.fn.warmup(
             0.5, m, Z, H, *descs, N_CTX, HEAD_DIM=head_dim, FP8_OUTPUT=False, STAGE=stage,
             BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages, grid=(1,))
-        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_facts(kernel.asm["ptx"])
+        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_report(kernel.asm["ptx"])
     return found
 
 
@@ -80,18 +62,7 @@ def real_tutorial(path: str):
     stand-in active (the tutorial asks the driver at import); run in a process of its own."""
     import importlib.util
     import torch
-    import triton as real
-    from triton.backends.compiler import GPUTarget
-    target = GPUTarget("cuda", 90, 32)
-
-    class CpuDriver:
-        def get_active_torch_device(self):
-            return torch.device("cpu")
-
-        def get_current_target(self):
-            return target
-
-    real.runtime.driver.set_active(CpuDriver())
+    target = cpu_target()
     torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
     spec = importlib.util.spec_from_file_location("tutorial06", path)
     tutorial = importlib.util.module_from_spec(spec)
@@ -118,7 +89,7 @@ def triton(path: str) -> dict:
                                           (8,): [["tt.divisibility", 16]]})
         kernel = real.compile(source, target=target,
                               options={"num_warps": warps, "num_stages": stages})
-        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_facts(kernel.asm["ptx"])
+        found[str((head_dim, bm, bn, warps, stages, stage))] = ptxas_report(kernel.asm["ptx"])
     return found
 
 
@@ -130,45 +101,13 @@ def _cell(facts: dict | None) -> str:
     return f"{facts['registers']}{spills}{warnings}"
 
 
-def side_by_side(script: str, description: str, workers: dict) -> dict | None:
-    """The command line both tutorial-06 comparison scripts share: `TUTORIAL [--triton-path
-    DIR]`. In a worker process (`--worker NAME`) prints `workers[NAME](tutorial path)` as JSON
-    and returns None; otherwise runs `script` once per compiler, ours with this checkout on
-    PYTHONPATH and "triton" with DIR (skipped without it), and returns {name: result}, or None
-    after printing the failing worker's error."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("tutorial")
-    parser.add_argument("--triton-path", default=None)
-    parser.add_argument("--worker", choices=sorted(workers), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    path = os.path.abspath(args.tutorial)
-    if args.worker:
-        print(json.dumps(workers[args.worker](path)))
-        return None
-    results = {}
-    for who, extra in (("ours", str(ROOT)), ("triton", args.triton_path)):
-        if extra is None:
-            continue
-        env = dict(os.environ, PYTHONPATH=extra)
-        run = subprocess.run([sys.executable, script, path, "--worker", who], env=env,
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"{who} failed:\n{run.stderr[-2000:]}")
-            return None
-        results[who] = json.loads(run.stdout.strip().splitlines()[-1])
-    return results
-
-
-def main() -> int:
-    results = side_by_side(__file__, __doc__.splitlines()[0], {"ours": ours, "triton": triton})
-    if results is None:
-        return 0 if "--worker" in sys.argv else 1
+def table(results: dict) -> None:
+    """The markdown table of both compilers' registers per config."""
     print("| HEAD_DIM, BM, BN, warps, stages, STAGE | ours regs | Triton 3.6 regs |")
     print("|---|---|---|")
     for key, facts in results["ours"].items():
-        print(f"| {key} | {_cell(facts)} | {_cell(results.get('triton', {}).get(key))} |")
-    return 0
+        print(f"| {key} | {_cell(facts)} | {_cell(results.get('Triton 3.6', {}).get(key))} |")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(side_by_side.main(__file__, __doc__.splitlines()[0], ours, triton, table))

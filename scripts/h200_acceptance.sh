@@ -7,7 +7,7 @@
 #                 CASES="tf32-4096 ..." keeps some)
 #       attention bench/bench_attention.py (D64/D128, causal and not: best of one list)
 #       tutorials bench/tutorials_vs_triton.py over REFS (Triton's tutorial files), POINTS x values
-#       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path, the in-flight wgmma loop, fp8 FMA dots, descriptors), then
+#       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path, the in-flight wgmma loop, fp8 FMA dots, descriptors, layer norm's locked backward), then
 #                 Triton's test_dot tf32/int8 cases (the part testdot; RUNNER: the
 #                 triton-compat folder)
 # Every speed is a ratio to Triton 3.6 measured in the same process or run.
@@ -32,7 +32,8 @@ case $part in
     TILE_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -n ${XDIST:-8} -p no:cacheprovider -rfE \
         tests/gpu/test_mma_v2_narrow_gpu.py tests/gpu/test_wgmma_loop_exit_wait_gpu.py \
         tests/gpu/test_fp8_fma_dot_gpu.py tests/gpu/test_tensor_descriptors_gpu.py \
-        tests/gpu/test_frontend_semantics_gpu.py tests/gpu/test_memdesc_trans_gpu.py 2>&1 \
+        tests/gpu/test_frontend_semantics_gpu.py tests/gpu/test_memdesc_trans_gpu.py \
+        tests/gpu/test_layernorm_backward_gpu.py 2>&1 \
         | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
     bash "$0" testdot "$out" ;;
   testdot)

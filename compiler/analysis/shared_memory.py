@@ -71,7 +71,8 @@ def scratch_bytes(op: Operation) -> int:
       conversion plan goes through shared memory, else 0;
     reduce / scan: when warps split the reduced axis, one value per warp per output element
       (numel of the result with the axis counted as the warps along it) for each operand;
-    atomic_rmw / atomic_cas with a scalar result: one element, to broadcast it to all threads;
+    atomic_rmw / atomic_cas with a scalar result that is used: one element, to broadcast it to
+      all threads (an unused one, a lock's release say, is not broadcast);
     gather: the whole source (it is written to shared memory and read at the indices);
     histogram: one i32 counter per bin."""
     if not op.has_trait(SharedMemoryScratch):
@@ -94,8 +95,8 @@ def scratch_bytes(op: Operation) -> int:
         return _numel(src.shape) * byte_width(src)
     if isinstance(op, HistogramOp):
         return _numel(op.results[0].type.shape) * 4
-    if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and not isinstance(op.results[0].type,
-                                                                       TensorType):
+    if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and not isinstance(
+            op.results[0].type, TensorType) and op.results[0].has_uses():
         return byte_width(op.results[0].type)
     return 0
 

@@ -256,7 +256,10 @@ def _lower_atomic(ctx, op, opcode, kind, data_operands, mask_value):
     if not isinstance(t, TensorType):
         old = _atom(ctx, opcode, kind, sem, scope, ptrs[0], _and(b, masks[0], _tid_zero(ctx)),
                     [d[0] for d in data])
-        ctx.set(op.results[0], [_broadcast_from_thread0(ctx, old)])
+        # only thread 0 issues a scalar atomic; its old value reaches the other threads through
+        # shared memory, and two barriers, only when something reads it (as in Triton)
+        used = op.results[0].has_uses()
+        ctx.set(op.results[0], [_broadcast_from_thread0(ctx, old) if used else old])
         return
     owner = ctx.indexer.unique_owner(t.encoding, t.shape)
     unique = ctx.indexer.unique_registers(t.encoding, t.shape)

@@ -6,7 +6,7 @@ from compiler.analysis.layout_to_linear import LayoutConversionError
 from compiler.analysis.layouts import elements_per_thread
 from compiler.analysis.layout_propagation import (is_elementwise, operand_encoding, order_of,
                                                   result_encoding, size_per_thread_of)
-from compiler.dialects.scf import ForOp, IfOp
+from compiler.dialects.scf import ForOp, IfOp, YieldOp
 from compiler.dialects.ttng import WarpGroupDotWaitOp
 from compiler.dialects.tt import (BroadcastOp, ExpandDimsOp, LoadOp, ReduceOp, ScanOp, StoreOp,
                                   TransOp)
@@ -82,7 +82,8 @@ class RemoveLayoutConversions(Pass):
     """Deletes ttg.convert_layout ops by rewriting the code around them into one layout, as
     Triton does: (1) forward propagation pushes the layouts of anchors (loads, dots, atomics)
     through the layout-agnostic ops that use them (elementwise, broadcast, expand_dims,
-    reduce, trans, other conversions); (2) backward rematerialization rebuilds the chain that
+    reduce, trans, other conversions) and through scf.yield into the results of scf.if and
+    scf.for (and the loop's carried arguments); (2) backward rematerialization rebuilds the chain that
     produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
     expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
     layout when the cost model says that is cheaper than the conversion (a load is only ever
@@ -150,6 +151,14 @@ class RemoveLayoutConversions(Pass):
         while work:
             value, enc = work.pop()
             for user in value.users():
+                if isinstance(user, YieldOp):
+                    for carried in _carried_by_yield(user, value, enc):
+                        if (carried, enc) not in visited:
+                            visited.add((carried, enc))
+                            work.append((carried, enc))
+                            if carried.type.encoding != enc:
+                                candidates.setdefault(carried, []).append(enc)
+                    continue
                 if user.has_trait(LayoutBarrier) or user.has_trait(LayoutExchange):
                     continue            # (a reshape/trans result may take any layout)
                 if user.has_trait(HasCombineRegion) and not any(
@@ -185,6 +194,13 @@ class RemoveLayoutConversions(Pass):
         for op in list(func.walk()):
             chosen = [self._choose(candidates.get(r)) for r in op.results]
             if not any(c is not None for c in chosen):
+                continue
+            if isinstance(op, (ForOp, IfOp)):
+                for i, wanted in enumerate(chosen):
+                    if wanted is not None and op.results[i].type.encoding != wanted:
+                        self._retype_carried(op, i, wanted)
+                        self.ctx.record_pattern(f"forward-propagate layout through {op.name}")
+                        changed = True
                 continue
             wanted = chosen[0] if len(set(chosen)) == 1 else None
             if wanted is None:
@@ -477,6 +493,26 @@ def _yielded_sources(op: Operation, i: int) -> set:
             return set()
         sources.add(conv.operands[0].type.encoding)
     return sources
+
+
+def _carried_by_yield(yield_op: Operation, value: Value, enc) -> list:
+    """The values a layout `enc` reaching `value` flows into through `yield_op`: the results
+    of the scf.if or scf.for it ends (and the loop's block arguments, which take the yielded
+    value on the next iteration), as Triton's propagation follows yields. Only values now in
+    a distributed layout are retargeted, and only into a distributed or tensor-core layout
+    (an accumulator carried in #mma keeps it)."""
+    parent = yield_op.parent_op
+    if not isinstance(parent, (ForOp, IfOp)) or not (
+            _is_distributed_target(enc) or isinstance(enc, NvidiaMmaEncoding)):
+        return []
+    carried = []
+    for i, operand in enumerate(yield_op.operands):
+        if operand is not value or not _is_distributed_target(parent.results[i].type.encoding):
+            continue
+        carried.append(parent.results[i])
+        if isinstance(parent, ForOp):
+            carried.append(parent.iter_args[i])
+    return carried
 
 
 def _no_worse_store_layout(new, old) -> bool:

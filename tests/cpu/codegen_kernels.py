@@ -240,6 +240,23 @@ def atomics() -> str:
     return _vector_1d("atomics", args, ops)
 
 
+def lock_release() -> str:
+    """A spin lock's two scalar atomics: a CAS whose old value every thread reads (stored to
+    out[pid]) and the release, an exchange whose result nobody reads."""
+    body = """  tt.func public @lock_release(%lock: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %out: !tt.ptr<i32> {tt.divisibility = 16 : i32}) {
+    %zero = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %prev = "tt.atomic_cas"(%lock, %zero, %one) <{scope = "gpu", sem = "acq_rel"}> : (!tt.ptr<i32>, i32, i32) -> i32
+    %pid = tt.get_program_id x : i32
+    %slot = tt.addptr %out, %pid : !tt.ptr<i32>, i32
+    tt.store %slot, %prev : !tt.ptr<i32>
+    %released = "tt.atomic_rmw"(%lock, %zero) <{atomic_rmw_op = "exch", scope = "gpu", sem = "acq_rel"}> : (!tt.ptr<i32>, i32) -> i32
+    tt.return
+  }
+"""
+    return module(body, {})
+
+
 def dot_fma() -> str:
     """c = a @ b for 32x32 f32 (row-major, stride 32), FMA dot with dot-operand layouts."""
     L = "#blocked"
@@ -430,6 +447,7 @@ KERNELS = {
     "loop_if": loop_if,
     "scan": scan_1d,
     "atomics": atomics,
+    "lock_release": lock_release,
     "dot": dot_fma,
     "dot_shared": dot_shared,
     "dot_shared_trans": dot_shared_trans,

@@ -146,6 +146,16 @@ def test_atomics_emit_predicated_atom():
     assert _count(ptx, r"atom\.global\.acq_rel\.gpu\.cas\.b32") == 1
 
 
+def test_an_unread_scalar_atomic_is_not_broadcast():
+    # Triton's lock release: only a scalar atomic whose old value is read goes to shared memory
+    # (thread 0 stores it between two barriers); the release is one predicated atom
+    ptx = _ptx("lock_release")
+    assert _count(ptx, r"@%p\d+ atom\.global\.acq_rel\.gpu\.cas\.b32") == 1
+    assert _count(ptx, r"@%p\d+ atom\.global\.gpu\.acq_rel\.exch\.b32") == 1
+    assert _count(ptx, r"bar\.sync") == 2
+    assert _count(ptx, r"st\.shared") == 1
+
+
 def test_dot_through_fma():
     ptx = _ptx("dot")
     # 32x32 accumulator over 128 threads = 8 registers each: 8 FMAs in a k-loop (not unrolled)

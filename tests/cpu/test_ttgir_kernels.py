@@ -95,10 +95,11 @@ def test_loop_carried_pointers_are_retyped():
     assert load.operands[0] is pointers
     assert acc.type.encoding == load.results[0].type.encoding   # the sum follows the loads
     fired = patterns_fired(trace)
-    # the sum is carried in the layout its body yields it from, the pointers in the one
-    # their users convert to
-    assert fired["carry scf.for value in its yielded layout"] == 1
+    # the pointers are carried in the layout their conversion wants; the sum follows the
+    # loads through the loop's yield, by one of the two yield rules (whichever fires first)
     assert fired["carry scf.for value in its converted layout"] == 1
+    assert fired.get("carry scf.for value in its yielded layout", 0) + \
+        fired.get("forward-propagate layout through scf.for", 0) == 1
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")

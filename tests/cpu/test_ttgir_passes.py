@@ -197,6 +197,23 @@ def test_coalesce_orders_dims_by_contiguity():
 
 
 # ---- remove-layout-conversions ------------------------------------------------------------------
+# %ptrs: 512 consecutive f32 pointers from %x, in the 4-wide layout #b4 (a coalesced load's)
+PTRS4 = """
+    %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b4>
+    %base = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #b4>
+    %ptrs = tt.addptr %base, %r : tensor<512x!tt.ptr<f32>, #b4>, tensor<512xi32, #b4>
+"""
+LOOP_BOUNDS = """
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+"""
+
+
+def remove_conversions(body: str, args: str):
+    """(text, patterns fired) of remove-layout-conversions on `body` in layouts #b1 / #b4."""
+    return run(ttgir(body, args, {"b1": B1, "b4": B4}), "remove-layout-conversions")
+
+
 def test_remove_conversions_after_coalesce():
     text, fired = run(vector_kernel(), "coalesce,remove-layout-conversions")
     filecheck(text, f"""
@@ -229,8 +246,7 @@ def test_remove_conversions_propagates_forward_through_elementwise_and_reduce():
     %d4 = ttg.convert_layout %d : tensor<512xf32, #b1> -> tensor<512xf32, #b4>
     tt.store %ptrs, %d4 : tensor<512x!tt.ptr<f32>, #b4>
     """
-    ir = ttgir(body, f"%x: !tt.ptr<f32> {ARG16}", {"b1": B1, "b4": B4})
-    text, fired = run(ir, "remove-layout-conversions")
+    text, fired = remove_conversions(body, f"%x: !tt.ptr<f32> {ARG16}")
     filecheck(text, f"""
         CHECK: #blocked = {B4}
         CHECK-NOT: ttg.convert_layout
@@ -240,6 +256,68 @@ def test_remove_conversions_propagates_forward_through_elementwise_and_reduce():
         CHECK: arith.subf %{{{{.*}}}} : tensor<512xf32, #blocked>
     """)
     assert fired["forward-propagate layout into tt.reduce"] == 1
+
+
+def test_remove_conversions_propagates_forward_through_an_if_yield():
+    # tutorial 05's backward: both branches yield values computed from coalesced loads, and
+    # the store after the if wants them back in the load layout; the if carries them in it
+    body = PTRS4 + """
+    %v4 = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
+    %v = ttg.convert_layout %v4 : tensor<512xf32, #b4> -> tensor<512xf32, #b1>
+    %e = math.exp %v : tensor<512xf32, #b1>
+    %y = scf.if %c -> (tensor<512xf32, #b1>) {
+      scf.yield %e : tensor<512xf32, #b1>
+    } else {
+      %w4 = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
+      %w = ttg.convert_layout %w4 : tensor<512xf32, #b4> -> tensor<512xf32, #b1>
+      %s = arith.addf %e, %w : tensor<512xf32, #b1>
+      scf.yield %s : tensor<512xf32, #b1>
+    }
+    %t = arith.mulf %y, %y : tensor<512xf32, #b1>
+    %t4 = ttg.convert_layout %t : tensor<512xf32, #b1> -> tensor<512xf32, #b4>
+    tt.store %ptrs, %t4 : tensor<512x!tt.ptr<f32>, #b4>
+    """
+    text, fired = remove_conversions(body, f"%x: !tt.ptr<f32> {ARG16}, %c: i1")
+    filecheck(text, f"""
+        CHECK: #blocked = {B4}
+        CHECK-NOT: #blocked1
+        CHECK-NOT: ttg.convert_layout
+        CHECK: scf.if %c -> (tensor<512xf32, #blocked>)
+        CHECK: scf.yield %e : tensor<512xf32, #blocked>
+        CHECK: arith.addf %e, %{{{{.*}}}} : tensor<512xf32, #blocked>
+        CHECK: arith.mulf %{{{{.*}}}} : tensor<512xf32, #blocked>
+    """)
+    assert fired["forward-propagate layout through scf.if"] == 1
+
+
+def test_remove_conversions_propagates_forward_through_a_loop_into_its_reduction():
+    # tutorial 05's forward: a loop sums loaded rows and a reduction to a scalar follows; the
+    # loop carries the sum in the load layout and the reduction takes it without conversion
+    body = LOOP_BOUNDS + PTRS4 + """
+    %z = arith.constant dense<0.000000e+00> : tensor<512xf32, #b1>
+    %acc = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> (tensor<512xf32, #b1>) : i32 {
+      %v4 = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
+      %v = ttg.convert_layout %v4 : tensor<512xf32, #b4> -> tensor<512xf32, #b1>
+      %s = arith.addf %a, %v : tensor<512xf32, #b1>
+      scf.yield %s : tensor<512xf32, #b1>
+    }
+    %m = "tt.reduce"(%acc) <{axis = 0 : i32}> ({
+    ^bb0(%p: f32, %q: f32):
+      %t = arith.addf %p, %q : f32
+      tt.reduce.return %t : f32
+    }) : (tensor<512xf32, #b1>) -> f32
+    tt.store %x, %m : !tt.ptr<f32>
+    """
+    text, fired = remove_conversions(body, f"%x: !tt.ptr<f32> {ARG16}, %n: i32")
+    filecheck(text, f"""
+        CHECK: #blocked = {B4}
+        CHECK-NOT: #blocked1
+        CHECK-NOT: ttg.convert_layout
+        CHECK: scf.for {{{{.*}}}} -> (tensor<512xf32, #blocked>)
+        CHECK: arith.addf %a, %{{{{.*}}}} : tensor<512xf32, #blocked>
+        CHECK: (tensor<512xf32, #blocked>) -> f32
+    """)
+    assert fired["forward-propagate layout through scf.for"] == 1
 
 
 def test_remove_conversions_keeps_dot_operand_conversions():
@@ -269,10 +347,7 @@ def test_remove_conversions_keeps_dot_operand_conversions():
 def test_remove_conversions_does_not_duplicate_a_shared_load():
     # The loaded value is stored in two layouts: moving the load would duplicate it, so the
     # second store moves into the load's (wider, same-order) layout instead; one load stays.
-    body = """
-    %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b4>
-    %base = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #b4>
-    %ptrs = tt.addptr %base, %r : tensor<512x!tt.ptr<f32>, #b4>, tensor<512xi32, #b4>
+    body = PTRS4 + """
     %v = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
     tt.store %ptrs, %v : tensor<512x!tt.ptr<f32>, #b4>
     %r1 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b1>
@@ -551,12 +626,7 @@ def test_remove_conversions_hoists_a_needed_conversion_out_of_its_loop():
     # the load cannot move into the narrower layout, and the store cannot move into the
     # load's layout (its scattered pointers come from a load that is used twice), so the
     # conversion stays, but once
-    body = """
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b4>
-    %base = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #b4>
-    %ptrs = tt.addptr %base, %r : tensor<512x!tt.ptr<f32>, #b4>, tensor<512xi32, #b4>
+    body = LOOP_BOUNDS + PTRS4 + """
     %v = tt.load %ptrs : tensor<512x!tt.ptr<f32>, #b4>
     %r1 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #b1>
     %ibase = tt.splat %idx : !tt.ptr<i32> -> tensor<512x!tt.ptr<i32>, #b1>
