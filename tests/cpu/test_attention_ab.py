@@ -131,7 +131,7 @@ def test_fused_and_split_ptx_compute_the_same_addresses():
     ptx = compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128),
                                  stop_after="ptx").asm["ptx"]
     fused = fuse_mad_wide(ptx)
-    assert fused.count("mad.wide.s32") > 50
+    assert fused.count("mad.wide.s32") > 20
     original = _addresses(ptx)
     assert len(original) > 4000
     assert _addresses(fused) == original

@@ -140,3 +140,45 @@ def test_our_attention_copies_are_coalesced_and_conflict_free():
                 assert max(addresses) < compiled.metadata.shared
             else:
                 assert global_sectors(addresses, 16) == 16
+
+
+#: LLVM IR -> PTX by llvmlite's NVPTX backend without `--nvptx-short-ptr` (64-bit shared
+#: pointers), in a fresh process since the option is process-wide
+_LONG_POINTERS = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.initialize_all_asmprinters()
+module = llvm.parse_assembly(sys.stdin.read())
+machine = llvm.Target.from_triple("nvptx64-nvidia-cuda").create_target_machine(
+    cpu="sm_90a", features="+ptx80", opt=3)
+sys.stdout.write(machine.emit_assembly(module))
+"""
+
+
+def test_short_shared_pointers_keep_every_address():
+    """The NVPTX target uses 32-bit shared pointers (compiler.codegen.target): our attention
+    PTX computes shared addresses in 32 bits (CHECK: `mov.b32 %r.., global_smem`, CHECK-NOT:
+    `cvt.u32.u64`), and every thread's cp.async / ld / st addresses and masks are those of the
+    same LLVM IR compiled with 64-bit shared pointers."""
+    import subprocess
+    import sys
+    compiled = compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128), stop_after="ptx")
+    ptx = compiled.asm["ptx"]
+    assert "cvt.u32.u64" not in ptx
+    assert "mov.b32 \t%r" in ptx.split("global_smem;")[0].splitlines()[-1]
+    long_ptx = subprocess.run([sys.executable, "-c", _LONG_POINTERS], input=compiled.asm["llir"],
+                              capture_output=True, text=True, check=True).stdout
+    assert "cvt.u32.u64" in long_ptx                     # the form before the option
+
+    def addresses(text):
+        program = parse(text)
+        strides = [2 * 128 * 128, 128 * 128, 128]
+        params = dict(zip(program.params, [1 << 40, 2 << 40, 3 << 40, 4 << 40, None] +
+                          strides * 4 + [2, 128]))
+        block = run_block(program, 128, (1, 1, 0), params)
+        return sorted((kind, visit, tid, a.address, a.src_size)
+                      for (kind, _, visit), lanes in block.items() for tid, a in lanes.items())
+    short = addresses(ptx)
+    assert len(short) > 4000
+    assert short == addresses(long_ptx)
