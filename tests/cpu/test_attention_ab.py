@@ -12,9 +12,8 @@ import pytest
 
 from bench.attention_ab import (RawArgs, fuse_mad_wide, kernel_values, ptx_param_types,
                                 split_mad_wide, with_shared_align)
-from compiler.codegen.ptx_addresses import parse, run_block
 from sample_kernels.attention import _strides
-from tests.cpu.mma_cases import compile_attention_sm90
+from tests.cpu.mma_cases import attention_accesses, compile_attention_sm90
 
 #: Triton 3.6's entry for the same source: our 19 parameters plus its two scratch pointers
 TRITON_HEADER = """.extern .shared .align 16 .b8 global_smem[];
@@ -114,17 +113,6 @@ def test_split_mad_wide_declares_its_temporaries():
     assert split_mad_wide(PAIR) == PAIR                       # nothing to split
 
 
-def _addresses(ptx: str) -> list:
-    """Every thread's memory accesses of block (1, 1) of the small attention launch."""
-    program = parse(ptx)
-    strides = [2 * 128 * 128, 128 * 128, 128]
-    params = dict(zip(program.params, [1 << 40, 2 << 40, 3 << 40, 4 << 40, None] +
-                      strides * 4 + [2, 128]))
-    block = run_block(program, 128, (1, 1, 0), params)
-    return sorted((kind, visit, tid, a.address, a.src_size)
-                  for (kind, _, visit), lanes in block.items() for tid, a in lanes.items())
-
-
 def test_fused_and_split_ptx_compute_the_same_addresses():
     """Value check of both rewrites on our attention PTX: every thread's cp.async, ld/st
     addresses and masks are those of the original, evaluated per thread."""
@@ -132,10 +120,10 @@ def test_fused_and_split_ptx_compute_the_same_addresses():
                                  stop_after="ptx").asm["ptx"]
     fused = fuse_mad_wide(ptx)
     assert fused.count("mad.wide.s32") > 20
-    original = _addresses(ptx)
+    original = attention_accesses(ptx)
     assert len(original) > 4000
-    assert _addresses(fused) == original
-    assert _addresses(split_mad_wide(fused)) == original
+    assert attention_accesses(fused) == original
+    assert attention_accesses(split_mad_wide(fused)) == original
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on the PATH")

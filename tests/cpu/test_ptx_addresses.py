@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compiler.codegen.ptx_addresses import (global_sectors, parse, run_block, run_thread,
                                             shared_wavefronts)
-from tests.cpu.mma_cases import compile_attention_sm90
+from tests.cpu.mma_cases import attention_accesses, compile_attention_sm90
 
 #: each thread copies 16 B of row tid/8, chunk tid%8 (a 128 B row per 8 threads) from
 #: param_0 + tid*16 into shared at the chunk xor-swizzled by the row, twice (a two-trip loop),
@@ -171,14 +171,6 @@ def test_short_shared_pointers_keep_every_address():
                               capture_output=True, text=True, check=True).stdout
     assert "cvt.u32.u64" in long_ptx                     # the form before the option
 
-    def addresses(text):
-        program = parse(text)
-        strides = [2 * 128 * 128, 128 * 128, 128]
-        params = dict(zip(program.params, [1 << 40, 2 << 40, 3 << 40, 4 << 40, None] +
-                          strides * 4 + [2, 128]))
-        block = run_block(program, 128, (1, 1, 0), params)
-        return sorted((kind, visit, tid, a.address, a.src_size)
-                      for (kind, _, visit), lanes in block.items() for tid, a in lanes.items())
-    short = addresses(ptx)
+    short = attention_accesses(ptx)
     assert len(short) > 4000
-    assert short == addresses(long_ptx)
+    assert short == attention_accesses(long_ptx)
