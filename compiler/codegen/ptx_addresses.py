@@ -194,14 +194,24 @@ def _integer(head: str, op: str, v: list, bits: int):
                   "bfe": lambda: ((v[0] & mask) >> v[1]) & ((1 << v[2]) - 1),
                   "min": lambda: min(_signed(v[0], bits), _signed(v[1], bits)),
                   "max": lambda: max(_signed(v[0], bits), _signed(v[1], bits)),
-                  "div": lambda: int(_signed(v[0], bits) / _signed(v[1], bits)) if v[1] else None,
-                  "rem": lambda: (_signed(v[0], bits) - _signed(v[1], bits) *
-                                  int(_signed(v[0], bits) / _signed(v[1], bits)))
-                  if v[1] else None}
+                  "div": lambda: _divide(v[0], v[1], bits, ".s" in op)[0],
+                  "rem": lambda: _divide(v[0], v[1], bits, ".s" in op)[1]}
     if head not in operations or (head == "bfe" and ".s" in op):
         return None
     result = operations[head]()
     return None if result is None else result & mask
+
+
+def _divide(a: int, b: int, bits: int, signed: bool) -> tuple:
+    """PTX's integer (quotient, remainder): truncated toward zero; (None, None) for b == 0."""
+    if signed:
+        a, b = _signed(a, bits), _signed(b, bits)
+    else:
+        a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
+    if b == 0:
+        return None, None
+    quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return quotient, a - b * quotient
 
 
 def _vector_bytes(opcode: str) -> int:

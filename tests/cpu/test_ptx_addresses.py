@@ -174,3 +174,33 @@ def test_short_shared_pointers_keep_every_address():
     short = attention_accesses(ptx)
     assert len(short) > 4000
     assert short == attention_accesses(long_ptx)
+
+
+def test_integer_ops_follow_ptx_semantics():
+    """Each result is stored at the address it computes, so the accesses read it back."""
+    body = """
+	mov.u32 	%r1, %tid.x;
+	sub.s32 	%r2, %r1, 7;
+	div.s32 	%r3, %r2, 2;
+	rem.s32 	%r4, %r2, 2;
+	shr.s32 	%r5, %r2, 1;
+	bfe.u32 	%r6, %r1, 1, 2;
+	cvt.s64.s32 	%rd1, %r3;
+	cvt.s64.s32 	%rd2, %r4;
+	cvt.s64.s32 	%rd3, %r5;
+	cvt.u64.u32 	%rd4, %r6;
+	mad.wide.s32 	%rd5, %r2, 4, %rd9;
+	st.global.b32 	[%rd1], %r1;
+	st.global.b32 	[%rd2], %r1;
+	st.global.b32 	[%rd3], %r1;
+	st.global.b32 	[%rd4], %r1;
+	st.global.b32 	[%rd5+8], %r1;
+	ret;
+"""
+    ptx = (".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tld.param.b64 \t%rd9, [k_param_0];"
+           + body + "}\n")
+    accesses = run_thread(parse(ptx), 2, (0, 0, 0), {"k_param_0": 1000})
+    # tid 2: 2 - 7 = -5; -5 / 2 = -2 (toward zero), -5 % 2 = -1, -5 >> 1 = -3 (arithmetic),
+    # bits 1..2 of 2 = 1, 1000 + (-5) * 4 + 8 = 988; registers hold two's-complement bits
+    mask = (1 << 64) - 1
+    assert [a.address for a in accesses] == [-2 & mask, -1 & mask, -3 & mask, 1, 988]
