@@ -18,6 +18,11 @@ comparison. For each config, in one process and on the same tensors, it times:
   triton-ptx-ours-ptxas  Triton's PTX assembled by our ptxas (our toolchain, our flags)
   ours-ptx-triton-ptxas  our PTX assembled by the ptxas Triton ships (when found)
   ours-ptx-align16   our PTX with the extern shared declared `.align 16` as Triton's is
+  ours-ptx-mad-wide  our PTX with its address pairs `mul.wide.s32 + add.s64` fused into
+                     `mad.wide.s32`, as Triton's LLVM emits them (our ptxas)
+  triton-ptx-mul-wide  Triton's PTX with each `mad.wide.s32` split into that pair, as our
+                     llvmlite LLVM emits them (our ptxas): if it runs at ours' speed and
+                     ours-ptx-mad-wide at Triton's, the address form is the gap
 
 and for each cubin the residency test: one head's grid of k * SMs CTAs for k = 1, 2, 3 (every
 CTA runs the whole key loop; rows past N_CTX are masked) -- t(2)/t(1) well under 2 means two
@@ -88,6 +93,43 @@ class RawArgs:
 def with_shared_align(ptx: str, align: int) -> str:
     """The PTX with its extern shared array declared at `align` bytes."""
     return re.sub(r"(\.extern \.shared \.align )\d+", rf"\g<1>{align}", ptx, count=1)
+
+
+_MUL_ADD = re.compile(r"mul\.wide\.s32\s+(%rd\d+), (%r\d+), (-?\d+);(?P<gap>\n(?:\s*(?://.*|\.loc\b.*)\n)*)"
+                      r"(?P<indent>\s*)add\.s64\s+(%rd\d+), (%rd\d+), (%rd\d+);")
+_MAD = re.compile(r"mad\.wide\.s32\s+(%rd\d+), (%r\d+), (-?\d+), (%rd\d+);")
+
+
+def fuse_mad_wide(ptx: str) -> str:
+    """The PTX with each `mul.wide.s32 t, x, c` whose one use is the next instruction's
+    `add.s64 d, y, t` fused into `mad.wide.s32 d, x, c, y`: the address form Triton 3.6's LLVM
+    emits where llvmlite's emits the pair (bench/RESULTS.md, attnstat)."""
+    def fuse(found: re.Match) -> str:
+        temp, x, c = found.group(1), found.group(2), found.group(3)
+        dest, a, b = found.group(6), found.group(7), found.group(8)
+        if (a == temp) == (b == temp) or len(re.findall(re.escape(temp) + r"\b", ptx)) != 2:
+            return found.group(0)
+        other = b if a == temp else a
+        return f"mad.wide.s32 \t{dest}, {x}, {c}, {other};"
+    return _MUL_ADD.sub(fuse, ptx)
+
+
+def split_mad_wide(ptx: str) -> str:
+    """The PTX with each `mad.wide.s32 d, x, c, y` split into `mul.wide.s32 t, x, c` and
+    `add.s64 d, y, t` (t a fresh %wide register): Triton's PTX in the address form our
+    llvmlite LLVM emits."""
+    count = [0]
+
+    def split(found: re.Match) -> str:
+        temp = f"%wide{count[0]}"
+        count[0] += 1
+        dest, x, c, y = found.groups()
+        return f"mul.wide.s32 \t{temp}, {x}, {c};\n\tadd.s64 \t{dest}, {y}, {temp};"
+    body = _MAD.sub(split, ptx)
+    if not count[0]:
+        return ptx
+    entry = body.index("{", body.index(".entry"))
+    return body[:entry + 1] + f"\n\t.reg .b64 \t%wide<{count[0]}>;" + body[entry + 1:]
 
 
 def kernel_values(q, k, v, o, d: int) -> list:
@@ -201,6 +243,12 @@ def measure(config4, ours, theirs, torch, do_bench) -> dict:
         cubins["ours-ptx-align16"] = (assemble(with_shared_align(mine.asm["ptx"], 16),
                                                "sm_90a")[0],
                                       ptx_param_types(mine.asm["ptx"]), shared, "exact")
+        cubins["ours-ptx-mad-wide"] = (assemble(fuse_mad_wide(mine.asm["ptx"]), "sm_90a")[0],
+                                       ptx_param_types(mine.asm["ptx"]), shared, "exact")
+        cubins["triton-ptx-mul-wide"] = (assemble(split_mad_wide(theirs_c.asm["ptx"]),
+                                                  "sm_90a")[0],
+                                         ptx_param_types(theirs_c.asm["ptx"]),
+                                         theirs_c.metadata.shared, "optin")
         other = _triton_ptxas()
         if other:
             cubins["ours-ptx-triton-ptxas"] = (assemble_with(other, mine.asm["ptx"]),

@@ -132,16 +132,16 @@ def _triton_specialization(fn, values: dict) -> tuple:
     return signature, constexprs, attrs
 
 
-def triton_compiled(causal: bool) -> dict:
-    """Triton's PTX and SASS per config, compiled here by `triton.compile` for sm_90 (no GPU),
-    in the form `triton()` reads from a dump."""
+def triton_compiled(causal: bool, configs: list = CONFIGS) -> dict:
+    """Triton's PTX and SASS per config (of `configs`), compiled here by `triton.compile` for
+    sm_90 (no GPU), in the form `triton()` reads from a dump."""
     import triton as real_triton
     from triton.backends.compiler import GPUTarget
     from bench.bench_attention import load
     from sample_kernels.attention import _strides
     fn = load(ours=False).attention_kernel
     with tempfile.TemporaryDirectory() as tmp:
-        for head_dim, block_m, block_n, warps in CONFIGS:
+        for head_dim, block_m, block_n, warps in configs:
             shape = (4, 32, 4096, head_dim)
             values = dict(zip(fn.arg_names, ["*fp16"] * 4 + [0.125] + list(_strides(shape)) * 4
                               + [32, 4096, head_dim, block_m, block_n, causal]))

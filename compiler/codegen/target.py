@@ -10,8 +10,14 @@ TRIPLE = "nvptx64-nvidia-cuda"
 
 @lru_cache(maxsize=None)
 def _initialized() -> bool:
+    """Initialize LLVM's targets once. The NVPTX backend is told to use 32-bit pointers for
+    shared, const and local memory (`--nvptx-short-ptr`, as Triton sets it): the lowering's
+    data layout (`lowering.DATA_LAYOUT`, p3:32:32) already declares them 32-bit, and without the
+    option the target machine's own layout keeps them 64-bit, so every shared address was
+    computed in 64 bits and truncated (`cvt.u32.u64`) before each cp.async / ldmatrix."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    llvm.set_option("tile-explore", "--nvptx-short-ptr")
     return True
 
 

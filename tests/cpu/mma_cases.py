@@ -113,3 +113,18 @@ def run_on_simt(compiled, grid: tuple, runtime_args: list, outputs: list) -> lis
         index = next(i for i, a in enumerate(arrays) if a is array)
         out.append(memory.read(index, array))
     return out
+
+
+def attention_accesses(ptx: str, block: tuple = (1, 1, 0)) -> list:
+    """Every thread's memory accesses, sorted (kind, visit, tid, address, src-size), of one
+    block of compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128))'s PTX (or another
+    PTX of that kernel and launch: Triton's, a rewritten one), evaluated per thread by
+    compiler.codegen.ptx_addresses: tensors 1 TB apart, the launch's strides, H 2, N_CTX 128."""
+    from compiler.codegen.ptx_addresses import parse, run_block
+    program = parse(ptx)
+    strides = [2 * 128 * 128, 128 * 128, 128]
+    params = dict(zip(program.params, [1 << 40, 2 << 40, 3 << 40, 4 << 40, None] +
+                      strides * 4 + [2, 128]))
+    accesses = run_block(program, 128, block, params)
+    return sorted((kind, visit, tid, a.address, a.src_size)
+                  for (kind, _, visit), lanes in accesses.items() for tid, a in lanes.items())
