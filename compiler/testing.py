@@ -52,7 +52,18 @@ class _WallTimer:
         """Wait for queued work (nothing queued on the host)."""
 
 
-class _DriverTimer(_WallTimer):
+class _EventTimer(_WallTimer):
+    """A device timer whose regions are (start event, end event) pairs: `start` and `stop`
+    only record them; the subclass makes the events and reads the time between them."""
+
+    def start(self, region) -> None:
+        region[0].record()
+
+    def stop(self, region) -> None:
+        region[1].record()
+
+
+class _DriverTimer(_EventTimer):
     """CUDA events through compiler.runtime.driver; flushes L2 with a device memset."""
 
     def __init__(self):
@@ -63,12 +74,6 @@ class _DriverTimer(_WallTimer):
 
     def regions(self, n: int) -> list:
         return [(self.driver.Event(), self.driver.Event()) for _ in range(n)]
-
-    def start(self, region) -> None:
-        region[0].record()
-
-    def stop(self, region) -> None:
-        region[1].record()
 
     def elapsed(self, region) -> float:
         return region[0].elapsed_ms(region[1])
@@ -89,7 +94,7 @@ class _DriverTimer(_WallTimer):
                 pass
 
 
-class _TorchTimer(_WallTimer):
+class _TorchTimer(_EventTimer):
     """CUDA events through torch (when the code being timed uses torch's streams)."""
 
     def __init__(self, torch):
@@ -99,12 +104,6 @@ class _TorchTimer(_WallTimer):
     def regions(self, n: int) -> list:
         event = self.torch.cuda.Event
         return [(event(enable_timing=True), event(enable_timing=True)) for _ in range(n)]
-
-    def start(self, region) -> None:
-        region[0].record()
-
-    def stop(self, region) -> None:
-        region[1].record()
 
     def elapsed(self, region) -> float:
         return region[0].elapsed_time(region[1])
