@@ -125,6 +125,7 @@ def main() -> None:
     ours, theirs = load(True), load(False)
     result = {"correctness": [], "timing": []}
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     try:
         check(torch, ours, result["correctness"])
         timing(torch, triton, ours, theirs, result["timing"])

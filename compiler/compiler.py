@@ -182,6 +182,20 @@ def compile(src, options: dict | CompileOptions | None = None, pipelines: dict |
     return kernel
 
 
+def triton_key() -> str:
+    """A string that changes whenever this compiler's output may change, as Triton's
+    `triton.compiler.compiler.triton_key()` is for its caches (torch keys its own compile cache on
+    it): the Triton API version we implement, a hash of the compiler's sources and the versions of
+    the tools behind its output."""
+    import hashlib
+    import json
+
+    from compiler import __version__
+    from compiler.runtime.cache import compiler_fingerprint, toolchain_versions
+    tools = hashlib.sha256(json.dumps(toolchain_versions(), sort_keys=True).encode()).hexdigest()
+    return f"{__version__}-tile-explore-{compiler_fingerprint()}-{tools}"
+
+
 def current_target() -> GPUTarget:
     """The target a compile without one is for: the active driver's (`runtime.active_driver`;
     the present GPU's compute capability, else sm_90). A GPU this backend generates no code

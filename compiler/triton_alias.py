@@ -26,6 +26,7 @@ ALIASES = {
     "triton.profiler": "compiler.profiler",
     "triton.profiler.language": "compiler.profiler.language",
     "triton.compiler": "compiler.compiler",
+    "triton.compiler.compiler": "compiler.compiler",    # where Triton defines compile/ASTSource
     "triton.compiler.errors": "compiler.frontend.errors",
     "triton.runtime": "compiler.runtime",
     "triton.runtime.driver": "compiler.runtime.driver",

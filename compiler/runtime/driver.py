@@ -410,6 +410,12 @@ class Stream:
         return int(self.handle)
 
 
+#: (torch module, its raw current-stream reader, its current-device reader), cached once that
+#: module has initialized CUDA: a launch asks for the current stream every time, and the lookups
+#: and `torch.cuda.is_initialized()` cost about as much as the two calls themselves
+_TORCH_STREAM: tuple = (None, None, None)
+
+
 def current_stream():
     """The stream a launch that names none goes to. Triton launches on torch's current stream,
     so ours does too: torch's current stream on its current device, when torch is imported and
@@ -419,13 +425,30 @@ def current_stream():
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    try:
-        if not torch.cuda.is_initialized():
+    module, raw_stream, device = _TORCH_STREAM
+    if module is not torch:
+        raw_stream, device = _torch_stream_readers(torch)
+        if raw_stream is None:
             return None
-        raw = torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
-    except (AttributeError, RuntimeError):     # a torch without CUDA, or a stand-in module
+    try:
+        raw = raw_stream(device())
+    except RuntimeError:                       # torch's CUDA went away (a bad fork)
         return None
     return raw or None
+
+
+def _torch_stream_readers(torch) -> tuple:
+    """torch's (raw current stream, current device) readers once it has initialized CUDA
+    (cached in `_TORCH_STREAM`), else (None, None)."""
+    global _TORCH_STREAM
+    try:
+        if not torch.cuda.is_initialized():
+            return None, None
+        readers = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+    except (AttributeError, RuntimeError):     # a torch without CUDA, or a stand-in module
+        return None, None
+    _TORCH_STREAM = (torch, *readers)
+    return readers
 
 
 def stream_handle(stream) -> int:

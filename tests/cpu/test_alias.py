@@ -65,6 +65,18 @@ def test_triton_backends_lists_the_nvidia_backend(alias):
     assert GPUTarget("cuda", 90, 32) == compiler.compiler.GPUTarget("cuda", 90, 32)
 
 
+def test_triton_compiler_compiler_is_the_compile_module(alias):
+    """`triton.compiler.compiler` (where Triton defines compile, ASTSource, triton_key) imports
+    under the alias: torch asks it for `triton_key` (tutorial 06 under torch.profiler failed with
+    "'triton.compiler' is not a package")."""
+    from triton.compiler.compiler import ASTSource, CompiledKernel, compile, triton_key
+
+    assert compile is compiler.compiler.compile and CompiledKernel is compiler.compiler.CompiledKernel
+    assert ASTSource is compiler.compiler.ASTSource
+    key = triton_key()
+    assert key.startswith("3.6.0-tile-explore-") and key == triton_key() and len(key) > 100
+
+
 def test_uninstall_restores_previous_modules():
     previous = types.ModuleType("triton")
     sys.modules["triton"] = previous

@@ -142,13 +142,15 @@ def test_our_attention_copies_are_coalesced_and_conflict_free():
                 assert global_sectors(addresses, 16) == 16
 
 
-#: LLVM IR -> PTX by llvmlite's NVPTX backend without `--nvptx-short-ptr` (64-bit shared
-#: pointers), in a fresh process since the option is process-wide
-_LONG_POINTERS = """
+#: LLVM IR -> PTX by llvmlite's NVPTX backend with only the options named on the command line
+#: (none: 64-bit shared pointers, no mad.wide), in a fresh process since options are process-wide
+_PTX_WITH_OPTIONS = """
 import sys
 import llvmlite.binding as llvm
 llvm.initialize_all_targets()
 llvm.initialize_all_asmprinters()
+for option in sys.argv[1:]:
+    llvm.set_option("test", option)
 module = llvm.parse_assembly(sys.stdin.read())
 machine = llvm.Target.from_triple("nvptx64-nvidia-cuda").create_target_machine(
     cpu="sm_90a", features="+ptx80", opt=3)
@@ -156,24 +158,45 @@ sys.stdout.write(machine.emit_assembly(module))
 """
 
 
+def _ptx_with_options(llir: str, *options: str) -> str:
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", _PTX_WITH_OPTIONS, *options], input=llir,
+                          capture_output=True, text=True, check=True).stdout
+
+
 def test_short_shared_pointers_keep_every_address():
     """The NVPTX target uses 32-bit shared pointers (compiler.codegen.target): our attention
     PTX computes shared addresses in 32 bits (CHECK: `mov.b32 %r.., global_smem`, CHECK-NOT:
     `cvt.u32.u64`), and every thread's cp.async / ld / st addresses and masks are those of the
     same LLVM IR compiled with 64-bit shared pointers."""
-    import subprocess
-    import sys
     compiled = compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128), stop_after="ptx")
     ptx = compiled.asm["ptx"]
     assert "cvt.u32.u64" not in ptx
     assert "mov.b32 \t%r" in ptx.split("global_smem;")[0].splitlines()[-1]
-    long_ptx = subprocess.run([sys.executable, "-c", _LONG_POINTERS], input=compiled.asm["llir"],
-                              capture_output=True, text=True, check=True).stdout
+    long_ptx = _ptx_with_options(compiled.asm["llir"], "--nvptx-mad-wide-opt")
     assert "cvt.u32.u64" in long_ptx                     # the form before the option
 
     short = attention_accesses(ptx)
     assert len(short) > 4000
     assert short == attention_accesses(long_ptx)
+
+
+def test_mad_wide_addresses_keep_every_address():
+    """The NVPTX target fuses each single-use `mul.wide.s32` into its add (`mad.wide.s32`, as
+    Triton's does; compiler.codegen.target): our attention PTX has the fused form (CHECK:
+    `mad.wide.s32`; CHECK-NOT: a `mul.wide.s32` whose product is only added to a base), and
+    every thread's addresses and masks are those of the same LLVM IR compiled unfused."""
+    compiled = compile_attention_sm90(128, 64, 64, 4, shape=(1, 2, 128, 128), stop_after="ptx")
+    ptx = compiled.asm["ptx"]
+    unfused = _ptx_with_options(compiled.asm["llir"], "--nvptx-short-ptr")
+    assert ptx.count("mad.wide.s32") > 20
+    assert "mad.wide.s32" not in unfused                 # the form before the option
+    assert unfused.count("mul.wide.s32") > ptx.count("mul.wide.s32")
+
+    fused = attention_accesses(ptx)
+    assert len(fused) > 4000
+    assert fused == attention_accesses(unfused)
 
 
 def test_integer_ops_follow_ptx_semantics():
