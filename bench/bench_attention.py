@@ -10,6 +10,12 @@ N_CTX=4096 and at N_CTX=1000 (not a multiple of the blocks). Timing: `triton.tes
 
 Run on the H200 from the project root:
     PYTHONPATH=. python3 bench/bench_attention.py --out $OUT
+        [--sample FILE] [--configs BM,BN,WARPS,STAGES ...] [--cases D64 D64c D128 D128c]
+        [--skip-check]
+
+--sample compiles another file's `attention_kernel` (same signature, and a `def _strides` after
+it) with both compilers, for A/B runs of a kernel rewrite; --configs replaces the config list
+(both compilers get the same one); --cases picks the timed cases (a `c` suffix is causal).
 """
 from __future__ import annotations
 
@@ -27,9 +33,9 @@ CONFIGS = [(64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3)]
 Z, H, N_CTX = 4, 32, 4096
 
 
-def load(ours: bool):
+def load(ours: bool, sample: Path = SAMPLE):
     """The sample's kernel, compiled by ours (`compiler`) or by Triton 3.6."""
-    text = SAMPLE.read_text()
+    text = sample.read_text()
     kernel = text[text.index("@triton.jit"):text.index("def _strides")]
     header = ("import compiler as triton\nimport compiler.language as tl\n" if ours else
               "import triton\nimport triton.language as tl\n")
@@ -52,13 +58,22 @@ def launch(module, q, k, v, o, causal: bool, config) -> None:
                                   CAUSAL=causal, num_warps=warps, num_stages=stages)
 
 
+def _config(text: str) -> tuple:
+    """`BM,BN,WARPS,STAGES` -> a config tuple (argparse type)."""
+    parts = text.split(",")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"config {text!r}: expected BM,BN,WARPS,STAGES, "
+                                         "four positive integers, e.g. 128,64,8,3")
+    return tuple(int(p) for p in parts)
+
+
 def _tensors(torch, n, d, seed=0):
     torch.manual_seed(seed)
     q, k, v = (torch.randn(Z, H, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
     return q, k, v, torch.empty_like(q)
 
 
-def check(torch, ours, rows) -> None:
+def check(torch, ours, rows, configs=CONFIGS) -> None:
     """Ours against SDPA for every case: every config at N_CTX 4096, one at 1000."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
     for d in (64, 128):
@@ -66,7 +81,7 @@ def check(torch, ours, rows) -> None:
             for n in (N_CTX, 1000):
                 q, k, v, o = _tensors(torch, n, d)
                 ref = sdpa(q, k, v, is_causal=causal, scale=d ** -0.5).float()
-                for config in CONFIGS if n == N_CTX else CONFIGS[1:2]:
+                for config in configs if n == N_CTX else configs[1:2]:
                     name = f"D{d} {'causal' if causal else 'non-causal'} N{n} {config}"
                     try:
                         o.zero_()
@@ -80,19 +95,24 @@ def check(torch, ours, rows) -> None:
                     print(rows[-1], flush=True)
 
 
-def timing(torch, triton, ours, theirs, rows) -> None:
+ALL_CASES = ("D64", "D64c", "D128", "D128c")
+
+
+def timing(torch, triton, ours, theirs, rows, configs=CONFIGS, cases=ALL_CASES) -> None:
     """Best config of the same list for each compiler, plus SDPA, per case."""
     do_bench = triton.testing.do_bench
     sdpa = torch.nn.functional.scaled_dot_product_attention
     for d in (64, 128):
         for causal in (False, True):
+            if f"D{d}{'c' if causal else ''}" not in cases:
+                continue
             q, k, v, o = _tensors(torch, N_CTX, d)
             flop = 4 * Z * H * N_CTX * N_CTX * d * (0.5 if causal else 1.0) / 1e12
             row = {"case": f"attention fwd fp16 Z{Z} H{H} N{N_CTX} D{d}"
                            f"{' causal' if causal else ''}", "configs": {}}
             for who, module in (("ours", ours), ("triton", theirs)):
                 best = (0.0, None)
-                for config in CONFIGS:
+                for config in configs:
                     key = f"{who} {config}"
                     try:
                         start = time.perf_counter()
@@ -119,16 +139,24 @@ def timing(torch, triton, ours, theirs, rows) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=".")
+    parser.add_argument("--sample", type=Path, default=SAMPLE,
+                        help="file whose attention_kernel both compilers compile")
+    parser.add_argument("--configs", nargs="+", type=_config, default=CONFIGS,
+                        help="BM,BN,WARPS,STAGES for each config (default: %(default)s)")
+    parser.add_argument("--cases", nargs="+", choices=ALL_CASES, default=ALL_CASES)
+    parser.add_argument("--skip-check", action="store_true",
+                        help="time only (the correctness rows are left out)")
     args = parser.parse_args()
     import torch
     import triton
-    ours, theirs = load(True), load(False)
-    result = {"correctness": [], "timing": []}
+    ours, theirs = load(True, args.sample), load(False, args.sample)
+    result = {"sample": str(args.sample), "correctness": [], "timing": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        check(torch, ours, result["correctness"])
-        timing(torch, triton, ours, theirs, result["timing"])
+        if not args.skip_check:
+            check(torch, ours, result["correctness"], args.configs)
+        timing(torch, triton, ours, theirs, result["timing"], args.configs, args.cases)
     finally:
         (out / "attention.json").write_text(json.dumps(result, indent=1))
     lines = ["| case | ours TFLOP/s (config) | Triton 3.6 (config) | torch SDPA | ours/Triton | "

@@ -167,6 +167,8 @@ def fake(count: int) -> dict[str, float]:
     class FakeCompiled:
         """A compiled kernel whose launcher is real (and whose cuLaunchKernel is not)."""
 
+        num_warps = 4
+
         def __init__(self, src):
             self.trace = None
             launcher = Launcher("FN", list(src.signature.values()), name=src.name,

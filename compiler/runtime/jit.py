@@ -40,8 +40,8 @@ from compiler.runtime.fast_launch import MISSING, fast_launch_options, make_fast
 from compiler.runtime.tensor_wrapper import (TensorWrapper, reinterpret,  # noqa: F401
                                             type_canonicalisation_dict)  # (Triton's names here)
 from compiler.runtime.specialization import (
-    HANDLERS, ArgumentOverflow, ASTSource, Specialization, constexpr_entry, def_line,
-    function_key, handler_for, launch_value, specialize_unspecialized,
+    HANDLERS, ArgumentOverflow, ASTSource, DescriptorFields, Specialization, constexpr_entry,
+    def_line, function_key, handler_for, launch_value, specialize_unspecialized,
     specialize_without_alignment, split_entries,
 )
 
@@ -220,19 +220,25 @@ def _select_expanding(positions: tuple, descriptors: frozenset, tensor_maps: boo
     """The runtime arguments with each descriptor's kernel fields in its place: a host
     `TensorDescriptor` gives its `kernel_fields()`, a tuple (the fields a launch handler
     already converted, `specialization._descriptor_launch`) is spliced in as it is; then, for
-    a kernel compiled with TMA, the descriptor's tensor map (`tensor_map.of_descriptor`)."""
+    a kernel compiled with TMA, the descriptor's tensor map (`tensor_map.of_descriptor`, or
+    the converted fields' own `tensor_map()`)."""
     out = []
     for index in positions:
         value = bound[index]
         if index not in descriptors:
             out.append(value)
-            continue
-        desc = getattr(value, "descriptor", None) if isinstance(value, tuple) else value
-        out.extend(value if isinstance(value, tuple) else value.kernel_fields())
-        if tensor_maps and desc is not None:
-            encoded = tensor_map.of_descriptor(desc)
-            if encoded is not None:
-                out.append(encoded)
+        elif isinstance(value, tuple):
+            out.extend(value)
+            if tensor_maps and isinstance(value, DescriptorFields):
+                encoded = value.tensor_map()
+                if encoded is not None:
+                    out.append(encoded)
+        else:
+            out.extend(value.kernel_fields())
+            if tensor_maps:
+                encoded = tensor_map.of_descriptor(value)
+                if encoded is not None:
+                    out.append(encoded)
     return tuple(out)
 
 

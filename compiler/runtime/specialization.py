@@ -241,18 +241,60 @@ def _descriptor_entry(desc):
 
 class DescriptorFields(tuple):
     """A host descriptor's kernel fields as the launcher packs them (the base an address), with
-    the `descriptor` they came from (a kernel compiled with TMA also takes its tensor map)."""
+    what a kernel compiled with TMA also takes: its tensor map (`tensor_map`)."""
 
-    descriptor = None
+    #: (element, address, shape, strides, block shape, padding) for `tensor_map`, or None
+    #: when the base has no known element type (such a launch is refused before the map)
+    map_args = None
+    _map = None
+    _map_made = False
+
+    def tensor_map(self) -> bytes | None:
+        """The descriptor's CUtensorMap (`tensor_map.of_descriptor`), made once per object:
+        a launch cache hit (`_descriptor_launch`) hands back the same object."""
+        if not self._map_made:
+            from compiler.runtime import tensor_map
+            self._map = (tensor_map.descriptor_map(*self.map_args)
+                         if self.map_args is not None else None)
+            self._map_made = True
+        return self._map
+
+
+#: A host descriptor over a CUDA tensor, by (dtype, address, shape, strides, block shape,
+#: padding) -> its launch (`_descriptor_launch`). Tutorial 06's forward builds four
+#: descriptors per call; deriving each one's entry and fields again was the largest part of
+#: the launch's host time after the tensor maps were cached (H200, cProfile). Only plain
+#: values are kept (no tensor), so the cache holds no memory alive.
+_LAUNCH_CACHE: dict = {}
+_LAUNCH_CACHE_LIMIT = 4096
 
 
 def _descriptor_launch(desc):
     """A host `TensorDescriptor` at launch: its entry and its kernel fields, the base as the
-    launcher packs it."""
+    launcher packs it; cached for descriptors over CUDA tensors (`_LAUNCH_CACHE`)."""
+    base = desc.base
+    key = None
+    if getattr(base, "is_cuda", False) is True:
+        try:
+            key = (base.dtype, base.data_ptr(), tuple(desc.shape), tuple(desc.strides),
+                   tuple(desc.block_shape), desc.padding)
+            hit = _LAUNCH_CACHE.get(key)
+        except TypeError:                   # an unhashable field: not cached
+            key = hit = None
+        if hit is not None:
+            return hit
     fields = desc.kernel_fields()
     converted = DescriptorFields((launch_value(fields[0]),) + fields[1:])
-    converted.descriptor = desc
-    return _descriptor_entry(desc), converted
+    element = dtype_type_name(getattr(base, "dtype", None))
+    if element is not None:
+        converted.map_args = (element, _address(base), tuple(desc.shape), tuple(desc.strides),
+                              tuple(desc.block_shape), desc.padding)
+    launch = (_descriptor_entry(desc), converted)
+    if key is not None and isinstance(converted[0], int):
+        if len(_LAUNCH_CACHE) >= _LAUNCH_CACHE_LIMIT:
+            _LAUNCH_CACHE.clear()
+        _LAUNCH_CACHE[key] = launch
+    return launch
 
 
 def split_descriptor_entry(entry: str) -> tuple[str, list]:

@@ -120,12 +120,12 @@ def of_descriptor(desc) -> bytes | None:
     element = dtype_type_name(getattr(desc.base, "dtype", None))
     if element is None:
         return None
-    return _descriptor_map(element, _address(desc.base), tuple(desc.shape), tuple(desc.strides),
-                           tuple(desc.block_shape), desc.padding)
+    return descriptor_map(element, _address(desc.base), tuple(desc.shape), tuple(desc.strides),
+                          tuple(desc.block_shape), desc.padding)
 
 
 @functools.lru_cache(maxsize=4096)
-def _descriptor_map(element: str, address: int, shape: tuple, strides: tuple,
+def descriptor_map(element: str, address: int, shape: tuple, strides: tuple,
                     block_shape: tuple, padding: str) -> bytes | None:
     """`of_descriptor` past the descriptor's fields, cached on them: a launch with descriptors
     (tutorial 06's forward takes four) re-derived the box, swizzle and byte strides of each one

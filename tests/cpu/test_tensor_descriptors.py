@@ -296,3 +296,41 @@ def test_warmup_takes_descriptor_signature_strings():
                                   grid=(1,))
     header = compiled.asm["ttir"].splitlines()[1]
     assert "%dst_3: i64" in header and "tt.divisibility" not in header
+
+
+# ---- the launch cache of descriptors over device tensors --------------------------------------
+def test_a_new_descriptor_over_the_same_device_tensor_reuses_the_cached_launch(monkeypatch):
+    """Tutorial 06 builds four descriptors per call: the second call's launch (entry, fields,
+    tensor map) comes from the cache, and any changed field (block shape, shape) misses it."""
+    from compiler.runtime import specialization, tensor_map
+    from compiler.runtime.device_array import DeviceArray
+
+    made = []
+    original = specialization._descriptor_entry
+    monkeypatch.setattr(specialization, "_descriptor_entry",
+                        lambda desc: made.append(desc) or original(desc))
+    monkeypatch.setattr(specialization, "_LAUNCH_CACHE", {})
+    monkeypatch.setattr(tensor_map, "descriptor_map",
+                        lambda *args: b"map:" + repr(args).encode())
+    base = DeviceArray((64, 128), np.float16, 1 << 30, owner=False)   # made-up device address
+    first = specialization._descriptor_launch(TensorDescriptor.from_tensor(base, [32, 64]))
+    again = specialization._descriptor_launch(TensorDescriptor.from_tensor(base, [32, 64]))
+    assert again is first and len(made) == 1
+    entry, fields = first
+    assert entry.startswith("tensordesc<fp16[32, 64]>")
+    assert tuple(fields) == (1 << 30, 64, 128, 128)
+    assert fields.tensor_map() == b"map:" + repr(("fp16", 1 << 30, (64, 128), (128, 1),
+                                                  (32, 64), "zero")).encode()
+    other_block = specialization._descriptor_launch(TensorDescriptor.from_tensor(base, [64, 64]))
+    assert other_block[0].startswith("tensordesc<fp16[64, 64]>") and len(made) == 2
+    narrower = TensorDescriptor(base, [32, 128], [128, 1], [32, 64])
+    assert tuple(specialization._descriptor_launch(narrower)[1])[1] == 32 and len(made) == 3
+
+
+def test_descriptors_over_host_arrays_are_not_cached(monkeypatch):
+    from compiler.runtime import specialization
+
+    monkeypatch.setattr(specialization, "_LAUNCH_CACHE", {})
+    x = np.zeros((64, 64), np.float16)
+    specialization._descriptor_launch(TensorDescriptor.from_tensor(x, [32, 64]))
+    assert specialization._LAUNCH_CACHE == {}

@@ -162,7 +162,7 @@ def test_the_driver_call_gets_the_arguments_and_gives_128_bytes():
 
 def test_the_launch_appends_each_descriptor_tensor_map(monkeypatch):
     seen = []
-    tensor_map._descriptor_map.cache_clear()
+    tensor_map.descriptor_map.cache_clear()
     monkeypatch.setattr(tensor_map, "_encode_cached",
                         lambda args: seen.append(args) or bytes(128))
     a = np.zeros((64, 64), np.float16)
@@ -346,7 +346,7 @@ def test_a_tma_kernel_launch_packs_each_descriptor_tensor_map(monkeypatch):
                                                 _descriptor_scale, torch_like)
 
     encoded = []
-    tensor_map._descriptor_map.cache_clear()
+    tensor_map.descriptor_map.cache_clear()
     monkeypatch.setattr(tensor_map, "_encode_cached", lambda args: encoded.append(args) or
                         args.address.to_bytes(8, "little") * 16)
     calls, compiled = Calls(), []
@@ -419,7 +419,7 @@ def test_a_descriptor_is_derived_once_per_field_set(monkeypatch):
     base, shape, strides and block (tutorial 06's pre-hook sets the block before every call),
     and again when the block changes."""
     seen = []
-    tensor_map._descriptor_map.cache_clear()
+    tensor_map.descriptor_map.cache_clear()
     monkeypatch.setattr(tensor_map, "_encode_cached", lambda args: seen.append(args) or bytes(128))
     a = np.zeros((64, 64), np.float16)
     desc = TensorDescriptor.from_tensor(a, [32, 64])
@@ -428,4 +428,4 @@ def test_a_descriptor_is_derived_once_per_field_set(monkeypatch):
     desc.block_shape = [64, 64]
     tensor_map.of_descriptor(desc)
     assert len(seen) == 2 and seen[1].box_dims == (64, 64)
-    tensor_map._descriptor_map.cache_clear()
+    tensor_map.descriptor_map.cache_clear()
