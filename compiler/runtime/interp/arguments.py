@@ -41,21 +41,35 @@ def host_array(value) -> tuple[np.ndarray | None, Callable[[], None] | None]:
     if isinstance(value, TensorWrapper):            # `triton.reinterpret`: the base's memory
         return host_array(value.base)
     if type(value).__module__.split(".")[0] == "torch":
-        import torch
-        tensor = value.detach()
-        host = tensor.cpu() if tensor.device.type != "cpu" else tensor
-        # numpy has no bfloat16 or float8: those are passed as their bits
-        raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else \
-            host.view(torch.uint8) if host.dtype.itemsize == 1 and host.dtype.is_floating_point \
-            else host
-        writeback = (lambda: tensor.copy_(host)) if host is not tensor else None
-        return raw.numpy(), writeback
+        return stage_torch_tensor(value)
     if hasattr(value, "to_numpy") and hasattr(value, "copy_from_numpy"):
         host = value.to_numpy()
         return host, lambda: value.copy_from_numpy(host)
     if hasattr(value, "__array_interface__"):       # other host arrays, viewed without a copy
         return np.asarray(value), None
     return None, None
+
+
+def _on_host(tensor):
+    """A torch tensor's host copy (itself when it is on the CPU)."""
+    return tensor.cpu() if tensor.device.type != "cpu" else tensor
+
+
+def stage_torch_tensor(value, to_host=_on_host):
+    """A torch tensor as a writable numpy array (`to_host`: its host copy, or itself on the
+    CPU) and the writeback of that copy. The writeback goes through `.data`, as Triton's
+    interpreter does: autograd's version counter of the tensor is left alone, so a kernel
+    that reads a tensor saved for backward (tutorial 05's layer norm saves its input) does
+    not make `backward()` fail with "modified by an inplace operation"."""
+    import torch
+    tensor = value.data
+    host = to_host(tensor)
+    # numpy has no bfloat16 or float8: those are passed as their bits
+    raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else \
+        host.view(torch.uint8) if host.dtype.itemsize == 1 and host.dtype.is_floating_point \
+        else host
+    writeback = (lambda: tensor.copy_(host)) if host is not tensor else None
+    return raw.numpy(), writeback
 
 
 def _dtype_fits(dtype: np.dtype, pointee: Type) -> bool:
