@@ -11,11 +11,12 @@ N_CTX=4096 and at N_CTX=1000 (not a multiple of the blocks). Timing: `triton.tes
 Run on the H200 from the project root:
     PYTHONPATH=. python3 bench/bench_attention.py --out $OUT
         [--sample FILE] [--configs BM,BN,WARPS,STAGES ...] [--cases D64 D64c D128 D128c]
-        [--skip-check]
+        [--rounds R] [--skip-check]
 
 --sample compiles another file's `attention_kernel` (same signature, and a `def _strides` after
 it) with both compilers, for A/B runs of a kernel rewrite; --configs replaces the config list
-(both compilers get the same one); --cases picks the timed cases (a `c` suffix is causal).
+(both compilers get the same one); --cases picks the timed cases (a `c` suffix is causal);
+--rounds times each config R times, ours and Triton's alternating, and reports the median.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import argparse
 import importlib.util
 import json
 import re
+import statistics
 import tempfile
 import time
 import traceback
@@ -98,10 +100,16 @@ def check(torch, ours, rows, configs=CONFIGS) -> None:
 ALL_CASES = ("D64", "D64c", "D128", "D128c")
 
 
-def timing(torch, triton, ours, theirs, rows, configs=CONFIGS, cases=ALL_CASES) -> None:
-    """Best config of the same list for each compiler, plus SDPA, per case."""
+def timing(torch, triton, ours, theirs, rows, configs=CONFIGS, cases=ALL_CASES,
+           rounds: int = 1) -> None:
+    """Best config of the same list for each compiler, plus SDPA, per case. With `rounds` > 1
+    each config is timed that many times, ours and Triton's alternating, and its median is
+    kept: one config measured once moved by up to 8% between two H200 runs for both
+    compilers, and timing all of ours before all of Triton's lets the GPU's clocks drift
+    between the two columns."""
     do_bench = triton.testing.do_bench
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    modules = (("ours", ours), ("triton", theirs))
     for d in (64, 128):
         for causal in (False, True):
             if f"D{d}{'c' if causal else ''}" not in cases:
@@ -110,23 +118,32 @@ def timing(torch, triton, ours, theirs, rows, configs=CONFIGS, cases=ALL_CASES) 
             flop = 4 * Z * H * N_CTX * N_CTX * d * (0.5 if causal else 1.0) / 1e12
             row = {"case": f"attention fwd fp16 Z{Z} H{H} N{N_CTX} D{d}"
                            f"{' causal' if causal else ''}", "configs": {}}
-            for who, module in (("ours", ours), ("triton", theirs)):
-                best = (0.0, None)
-                for config in configs:
-                    key = f"{who} {config}"
+            for config in configs:
+                runnable = []
+                for who, module in modules:           # compile (and time the first call)
                     try:
                         start = time.perf_counter()
                         launch(module, q, k, v, o, causal, config)
                         torch.cuda.synchronize()
-                        compile_s = time.perf_counter() - start
+                        row["configs"][f"{who} {config}"] = {
+                            "first_call_s": time.perf_counter() - start, "rounds": []}
+                        runnable.append((who, module))
+                    except Exception:  # noqa: BLE001
+                        row["configs"][f"{who} {config}"] = {
+                            "error": traceback.format_exc()[-600:]}
+                for _ in range(rounds):
+                    for who, module in runnable:
                         t = do_bench(lambda: launch(module, q, k, v, o, causal, config),
                                      warmup=25, rep=100, return_mode="median")
-                        tflops = flop / (t * 1e-3)
-                        row["configs"][key] = {"tflops": tflops, "first_call_s": compile_s}
-                        best = max(best, (tflops, config), key=lambda x: x[0])
-                    except Exception:  # noqa: BLE001
-                        row["configs"][key] = {"error": traceback.format_exc()[-600:]}
-                row[who], row[f"{who}_config"] = best
+                        row["configs"][f"{who} {config}"]["rounds"].append(flop / (t * 1e-3))
+                for who, _ in runnable:
+                    entry = row["configs"][f"{who} {config}"]
+                    entry["tflops"] = statistics.median(entry["rounds"])
+            for who, _ in modules:
+                timed = [(entry["tflops"], config) for config in configs
+                         if "tflops" in (entry := row["configs"][f"{who} {config}"])]
+                row[who], row[f"{who}_config"] = max(timed, default=(0.0, None),
+                                                     key=lambda x: x[0])
             t = do_bench(lambda: sdpa(q, k, v, is_causal=causal, scale=d ** -0.5), warmup=25,
                          rep=100, return_mode="median")
             row["torch"] = flop / (t * 1e-3)
@@ -144,6 +161,9 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", type=_config, default=CONFIGS,
                         help="BM,BN,WARPS,STAGES for each config (default: %(default)s)")
     parser.add_argument("--cases", nargs="+", choices=ALL_CASES, default=ALL_CASES)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each config this many times, ours and Triton's "
+                             "alternating, and keep the median (default 1)")
     parser.add_argument("--skip-check", action="store_true",
                         help="time only (the correctness rows are left out)")
     args = parser.parse_args()
@@ -156,7 +176,8 @@ def main() -> None:
     try:
         if not args.skip_check:
             check(torch, ours, result["correctness"], args.configs)
-        timing(torch, triton, ours, theirs, result["timing"], args.configs, args.cases)
+        timing(torch, triton, ours, theirs, result["timing"], args.configs, args.cases,
+               args.rounds)
     finally:
         (out / "attention.json").write_text(json.dumps(result, indent=1))
     lines = ["| case | ours TFLOP/s (config) | Triton 3.6 (config) | torch SDPA | ours/Triton | "
