@@ -449,12 +449,14 @@ def _order_and_size(layout, rank: int) -> tuple[tuple, tuple]:
 
 
 def vector_width(ptr_value: Value, info, layout=None, mask: Value | None = None,
-                 elem_bytes: int | None = None) -> int:
+                 elem_bytes: int | None = None, along: tuple | None = None) -> int:
     """Elements one thread can load or store with one access through `ptr_value` in `layout`:
     a power of two, limited by the elements the thread holds contiguously along the layout's
     fastest dim, the pointers' contiguity and alignment there, 16 bytes per access, and (when
     given) the mask's constancy. `info` is `analyze`'s dict or the pointer's `AxisInfo`;
-    `elem_bytes` defaults to the size of the pointee type."""
+    `elem_bytes` defaults to the size of the pointee type; `along` = (dim, elements), when
+    given, is the thread's contiguous run instead of the layout's fastest dim and
+    sizePerThread there (the lowering reads it off the linear layout)."""
     t = ptr_value.type
     if not isinstance(t, TensorType):
         return 1
@@ -463,11 +465,13 @@ def vector_width(ptr_value: Value, info, layout=None, mask: Value | None = None,
         else info
     if layout is None:
         layout = t.encoding
-    order, size = _order_and_size(layout, t.rank)
-    dim = order[0]
+    if along is None:
+        order, size = _order_and_size(layout, t.rank)
+        along = order[0], size[order[0]]
+    dim, run = along
     if elem_bytes is None:
         elem_bytes = _elem_bytes(t)
-    width = min(size[dim], ptr_info.contiguity[dim],
+    width = min(run, ptr_info.contiguity[dim],
                 max(ptr_info.divisibility[dim] // elem_bytes, 1), max(16 // elem_bytes, 1))
     if mask is not None and isinstance(info, dict) and mask in info:
         width = min(width, info[mask].constancy[dim])

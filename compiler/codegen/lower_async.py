@@ -13,7 +13,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from compiler.dialects import ttg
-from compiler.dialects.ttg import BlockedEncoding
 
 from . import vector_width as vw
 from .llvm_helpers import barrier, byte_width, i32, inline_ptx, llvm_type
@@ -45,19 +44,6 @@ def lower_memdesc_trans(ctx, op):
     ctx.set(op.results[0], list(ctx.get(op.operands[0])))
 
 
-def copy_width(ctx, op) -> int:
-    """Elements per copy: what the axis analysis allows for the pointers and mask, no more than
-    the shared layout's swizzle group `vec`, and 1 unless the thread's registers and the buffer
-    run along the same dim."""
-    ptr_value, buf = op.operands[:2]
-    mask_value = op.operands[2] if len(op.operands) > 2 else None
-    layout, shared = ptr_value.type.encoding, buf.type.encoding
-    if not isinstance(layout, BlockedEncoding) or layout.order[0] != shared.order[0]:
-        return 1
-    width = vw.vector_width(ctx.axis, ptr_value, mask_value, byte_width(buf.type.element))
-    return max(1, min(width, shared.vec))
-
-
 def _cp_async(ctx, dst, src, pred, nbytes: int) -> None:
     """One `cp.async` of `nbytes`; zero-filled (no read) where `pred` is false."""
     b = ctx.builder
@@ -71,7 +57,8 @@ def _cp_async(ctx, dst, src, pred, nbytes: int) -> None:
 @lowers(ttg.AsyncCopyGlobalToLocalOp)
 def lower_async_copy(ctx, op):
     """`ttg.async_copy_global_to_local %ptrs, %buf [mask %m]`: each thread copies its unique
-    elements to their swizzled place in the buffer, `copy_width` elements per instruction."""
+    elements to their swizzled place in the buffer, `vector_width.copy_width` elements per
+    instruction."""
     ptr_value, buf = op.operands[:2]
     mask_value = op.operands[2] if len(op.operands) > 2 else None
     t = ptr_value.type
@@ -83,7 +70,7 @@ def lower_async_copy(ctx, op):
     elem_ty = llvm_type(buf.type.element)
     coords = ctx.indexer.coords(b, t.encoding, t.shape)
     unique = ctx.indexer.unique_registers(t.encoding, t.shape)
-    width = copy_width(ctx, op)
+    width = vw.copy_width(ctx.axis, ptr_value, mask_value, buf.type)
     if width * elem_bytes not in CP_ASYNC_BYTES:
         width = 1
     unique_set = set(unique)

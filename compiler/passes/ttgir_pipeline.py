@@ -50,17 +50,15 @@ def _is_zero_other(value: Value | None) -> bool:
 MIN_COPY_BYTES = 4
 
 
-def copy_bytes(axis, load: Operation, shared) -> int:
-    """Bytes one thread can copy per instruction for `load` into a buffer in `shared` layout:
-    the vector width the axis analysis allows, within one swizzle group (as the lowering of
-    ttg.async_copy_global_to_local decides)."""
+def copy_bytes(axis, load: Operation, buf_type: MemDescType) -> int:
+    """Bytes one thread can copy per instruction for `load` into a buffer of `buf_type`: what
+    the lowering of ttg.async_copy_global_to_local will copy (`vector_width.copy_width`)."""
     ptr = load.operands[0]
     mask = load.operands[1] if len(load.operands) > 1 else None
-    layout = ptr.type.encoding
     elem_bytes = max(1, load.results[0].type.element.width // 8)
-    if getattr(layout, "order", None) is None or layout.order[0] != shared.order[0]:
+    if not isinstance(ptr.type, TensorType):
         return elem_bytes
-    return min(vw.vector_width(axis, ptr, mask, elem_bytes), shared.vec) * elem_bytes
+    return vw.copy_width(axis, ptr, mask, buf_type) * elem_bytes
 
 
 def _staged_loads(loop: ForOp, axis) -> list:
@@ -87,7 +85,7 @@ def _staged_loads(loop: ForOp, axis) -> list:
         if len(op.results[0].type.shape) != 2 or not _is_zero_other(
                 op.other):
             continue
-        if copy_bytes(axis, op, alloc.results[0].type.encoding) < MIN_COPY_BYTES:
+        if copy_bytes(axis, op, alloc.results[0].type) < MIN_COPY_BYTES:
             continue
         readers = alloc.results[0].users()
         if readers and all(isinstance(r, LocalLoadOp) and r.results[0].users() and
@@ -116,7 +114,8 @@ def _vector_loads(loop: ForOp, axis) -> list:
         if len(t.shape) != 1 or not isinstance(getattr(t.element, "width", None), int) or \
                 not _is_zero_other(op.other):
             continue
-        if not op.results[0].users() or copy_bytes(axis, op, vector_shared(1)) < MIN_COPY_BYTES:
+        if not op.results[0].users() or \
+                copy_bytes(axis, op, _slot_type(op, None)) < MIN_COPY_BYTES:
             continue
         found.append(op)
     return found

@@ -240,10 +240,11 @@ def test_lowering_vector_widths_come_from_the_axis_analysis(reference_dir):
     assert checked > 20 and wide > 30
 
 
-def test_lowering_narrows_a_slice_without_the_fastest_dim():
-    """A slice that drops its parent's fastest dim holds no contiguous registers: one element
-    per access, whatever the pointers' contiguity and alignment allow."""
-    from compiler.analysis import axis_info
+def test_lowering_vectorizes_a_slice_by_its_linear_registers():
+    """A slice that drops its parent's fastest dim keeps the parent's registers along the other
+    dim, in the linear layout's register order (the lowering's): four consecutive elements per
+    thread, one 16-byte access, though the slice's blocked root runs along the dropped dim."""
+    from compiler.analysis import layouts
     from compiler.codegen import vector_width as vw
     layout = "#ttg.slice<{dim = 1, parent = #blocked}>"
     body = f"""  tt.func public @k(%x: !tt.ptr<f32> {{tt.divisibility = 16 : i32}}) {{
@@ -259,8 +260,9 @@ def test_lowering_narrows_a_slice_without_the_fastest_dim():
     func = parse_module(module(body, {"blocked": parent})).functions()[0]
     info = vw.analyze(func)
     [(ptr, mask, elem_bytes)] = list(_accesses(func))
-    assert axis_info.vector_width(ptr, info) == 4
-    assert vw.vector_width(info, ptr, mask, elem_bytes) == 1
+    assert layouts.thread_elements(ptr.type.encoding, (64,), 0, 8)[:4] == [(4,), (5,), (6,), (7,)]
+    assert vw.register_run(ptr.type) == (0, 4)
+    assert vw.vector_width(info, ptr, mask, elem_bytes) == 4
 
 
 def test_sass_needs_a_disassembler(reference_dir):
