@@ -11,7 +11,9 @@ three things):
   is waited for at once (`pendings = 0`);
 - a result that only feeds wgmma accumulators, in this iteration and through the loop-carried
   value in the next (a matmul's K loop), keeps this dot's group in flight: its wait asks for
-  `pendings` = the groups committed from the dot to the wait;
+  `pendings` = the groups committed from the dot to the wait, and goes when an earlier wait
+  of the body already leaves no more groups than that pending (tutorial 06's dV and dK
+  dots, each after a pendings-0 wait: Triton has no wait there either);
 - a result carried to the next iteration and read there by ordinary ops (attention's p.v
   accumulator, rescaled by the softmax) loses its wait in this iteration; the next iteration
   waits for it just before its first reader, in a wait that is already there when one
@@ -112,6 +114,20 @@ def _covering_wait(body: Block, before: Operation) -> Operation | None:
     return None
 
 
+def _implied(body: Block, wait: Operation, pendings: int) -> bool:
+    """Whether a wait of the body ahead of `wait` (the nearest) already leaves no more than
+    `pendings` groups in flight at `wait`: its own pendings plus the dots committed since.
+    Tutorial 06's dV and dK dots each follow the pendings-0 wait of the dot before them, so
+    their own waits (pendings 1) would wait for nothing."""
+    committed = 0
+    for op in reversed(body.ops[:body.ops.index(wait)]):
+        if isinstance(op, WarpGroupDotOp):
+            committed += 1
+        elif isinstance(op, WarpGroupDotWaitOp):
+            return op.pendings + committed <= pendings
+    return False
+
+
 def _reads_a_buffer_of_the_iteration(dot: Operation, body: Block) -> bool:
     """Whether a shared-memory operand of `dot` is defined in `body` by an op other than
     `ttg.memdesc_index` (a multi-buffer's slot), looking through `ttg.memdesc_trans` views: a
@@ -191,8 +207,14 @@ def relax_dot_waits(body: Block, ctx=None) -> Operation | None:
             continue
         if all(_feeds_accumulator(u) for i in carried for u in readers(loop_args[i])):
             span = body.ops[body.ops.index(dot):body.ops.index(wait)]
-            wait.attributes["pendings"] = IntegerAttr(
-                sum(isinstance(o, WarpGroupDotOp) for o in span), i32)
+            pendings = sum(isinstance(o, WarpGroupDotOp) for o in span)
+            if _implied(body, wait, pendings):
+                wait.replace_with([dot.results[0]])
+                _report(ctx, "wgmma accumulator chain: an earlier wait already leaves its "
+                        "group the only one pending", dot)
+                last = dot
+                continue
+            wait.attributes["pendings"] = IntegerAttr(pendings, i32)
             _report(ctx, "wgmma accumulator chain: its group stays in flight", dot)
             last = wait
             continue

@@ -1,6 +1,7 @@
 """Where a pipelined loop waits for its asynchronous warp-group dots
 (compiler/passes/wgmma_waits.py), IR in / IR out: a result read at once is waited for at once;
-an accumulator chain keeps one group in flight; a carried accumulator that ordinary ops read in
+an accumulator chain keeps one group in flight (and no wait after a wait that already
+guarantees it); a carried accumulator that ordinary ops read in
 the next iteration is waited for there, in the wait already ahead of its reader or in a new
 one; loops with a dot under an scf.if are left alone."""
 from __future__ import annotations
@@ -17,6 +18,11 @@ from tests.cpu.filecheck import filecheck
 MEM = "!ttg.memdesc<64x64xf16, #shared, #smem>"
 ACC = "tensor<64x64xf32, #mma>"
 DOT = f"{{isAsync = false}} : {MEM} * {MEM} -> {ACC}"
+#: a dot whose result ordinary ops read at once (attention's q.k^T), as accelerate-matmul
+#: leaves it: %sw
+SCORES = f"""
+        %s = ttng.warp_group_dot %a, %b, %zero {DOT}
+        %sw = ttng.warp_group_dot_wait %s {{pendings = 0 : i32}} : {ACC}"""
 
 
 def _relax(body: str):
@@ -76,11 +82,28 @@ def test_an_accumulator_chain_keeps_its_group_in_flight():
     """)
 
 
+def test_an_accumulator_chain_after_a_complete_wait_loses_its_wait():
+    """Tutorial 06's dV step: the wait of the dot read at once (pendings 0) leaves only the
+    chain's own group in flight, so its pendings-1 wait would wait for nothing."""
+    text, released = _relax(SCORES + f"""
+        %x = arith.mulf %sw, %half : {ACC}
+        %d = ttng.warp_group_dot %a, %b, %acc {DOT}
+        %w = ttng.warp_group_dot_wait %d {{pendings = 0 : i32}} : {ACC}
+        scf.yield %w : {ACC}
+    """)
+    filecheck(text, """
+        CHECK: ttng.warp_group_dot_wait %s {pendings = 0 : i32}
+        CHECK-NEXT: arith.mulf
+        CHECK-NEXT: %d = ttng.warp_group_dot %a, %b, %acc {isAsync = true}
+        CHECK-NEXT: scf.yield %d
+    """)
+    assert text.count("warp_group_dot_wait") == 1
+    assert released.name == "ttng.warp_group_dot"
+
+
 def test_a_rescaled_accumulator_joins_the_wait_ahead_of_its_reader():
     """Attention's shape: s = q.k^T read by the softmax, then acc * scale feeds p.v."""
-    text, released = _relax(f"""
-        %s = ttng.warp_group_dot %a, %b, %zero {DOT}
-        %sw = ttng.warp_group_dot_wait %s {{pendings = 0 : i32}} : {ACC}
+    text, released = _relax(SCORES + f"""
         %scaled = arith.mulf %acc, %sw : {ACC}
         %p = ttng.warp_group_dot %a, %b, %scaled {DOT}
         %pw = ttng.warp_group_dot_wait %p {{pendings = 0 : i32}} : {ACC}
