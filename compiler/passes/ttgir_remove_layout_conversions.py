@@ -87,7 +87,8 @@ class RemoveLayoutConversions(Pass):
     produces a converted value (elementwise ops, splat, make_range, constants, broadcast,
     expand_dims, addptr, and loads when the new layout is no worse) directly in the wanted
     layout when the cost model says that is cheaper than the conversion (a load is only ever
-    moved, never duplicated); (3) values carried by loops and ifs that every region yields
+    moved, never duplicated), or else rebuilds it down to the broadcasts and converts their
+    smaller operands; (3) values carried by loops and ifs that every region yields
     converted from one layout, or that are only ever converted to one layout, are carried in
     it (an if's branches then keep the dot's layout, as Triton rewrites the if's types); (4) conversions of loop-invariant values move out of
     their loops; (5) a store whose value arrives through a conversion that cannot be removed
@@ -241,23 +242,34 @@ class RemoveLayoutConversions(Pass):
             if conv.parent is None:
                 continue
             target = conv.results[0].type.encoding
-            plan = _Plan()
             src = conv.operands[0]
-            if not self._plan(src, target, plan, made):
-                continue
-            cost = self._plan_cost(plan, conv)
-            if cost >= self.cost.convert(conv.results[0].type):
-                self.ctx.record_pattern("keep convert_layout (rematerialization costs more)")
-                continue
-            new = self._apply(plan, made, src, target)
-            conv.replace_with([new])
-            self.ctx.record_pattern("rematerialize backward")
-            changed = True
+            limit = self.cost.convert(conv.results[0].type)
+            priced = False
+            for cut, pattern in ((False, "rematerialize backward"),
+                                 (True, "rematerialize backward to a broadcast's operand")):
+                plan = _Plan()
+                if not self._plan(src, target, plan, made, cut):
+                    continue
+                priced = True
+                if self._plan_cost(plan, conv) >= limit:
+                    continue
+                new = self._apply(plan, made, src, target)
+                conv.replace_with([new])
+                self.ctx.record_pattern(pattern)
+                changed = True
+                break
+            else:
+                if priced:
+                    self.ctx.record_pattern("keep convert_layout (rematerialization costs more)")
         return changed
 
-    def _plan(self, value: Value, enc, plan: "_Plan", made: dict) -> bool:
+    def _plan(self, value: Value, enc, plan: "_Plan", made: dict, cut: bool = False) -> bool:
         """Add to `plan` (in dependency order) what rebuilding `value` in layout `enc` takes;
-        False when it cannot be done."""
+        False when it cannot be done. With `cut`, the plan stops at broadcasts and converts
+        their operand instead (Triton hoists a conversion above a broadcast the same way): a
+        row of attention's M broadcast over a 128x16 tile moves as 128 elements, not 2048, and
+        the broadcast in the tile's layout holds each row's value once, not in 16 registers
+        (tutorial 06's backward shares that row between two loops, so its load cannot move)."""
         if value.type.encoding == enc or (value, enc) in made or (value, enc) in plan.steps:
             return True
         op = value.owner_op
@@ -286,7 +298,12 @@ class RemoveLayoutConversions(Pass):
         if needs is None or not _is_rebuild_target(needs):
             return False
         for v in op.operands:
-            if isinstance(v.type, TensorType) and not self._plan(v, needs, plan, made):
+            if not isinstance(v.type, TensorType):
+                continue
+            if cut and isinstance(op, BroadcastOp):
+                if v.type.encoding != needs:
+                    plan.add(v, needs, "convert")
+            elif not self._plan(v, needs, plan, made, cut):
                 return False
         return plan.add(value, enc, "clone")
 
@@ -326,6 +343,10 @@ class RemoveLayoutConversions(Pass):
                     cost += self.cost.planned_convert(value.type.with_encoding(enc),
                                                       op.operands[0].type.encoding)
                 continue
+            if kind == "convert":
+                cost += self.cost.planned_convert(value.type.with_encoding(enc),
+                                                  value.type.encoding)
+                continue
             if kind in ("leaf", "through"):
                 continue
             built[op] = built.get(op, 0) + 1
@@ -359,6 +380,9 @@ class RemoveLayoutConversions(Pass):
             if kind == "reconvert":
                 made[(value, enc)] = insert_convert_after(op.operands[0], enc, op.loc) \
                     if op.operands[0].type.encoding != enc else op.operands[0]
+                continue
+            if kind == "convert":
+                made[(value, enc)] = insert_convert_after(value, enc, root.owner_op.loc)
                 continue
             needs = operand_encoding(op, enc) if kind == "clone" else None
             mapping = {v: self._get(v, needs, made) for v in op.operands
@@ -532,7 +556,8 @@ def _no_worse_store_layout(new, old) -> bool:
 class _Plan:
     """An ordered set of (value, layout) -> how to make it: 'leaf' (rebuild a splat, range or
     constant), 'clone' (rebuild the op from rebuilt operands), 'through' (look through a
-    conversion), 'reconvert' (convert the conversion's source instead)."""
+    conversion), 'reconvert' (convert the conversion's source instead), 'convert' (convert
+    the value itself: a broadcast's operand, where the plan is cut)."""
 
     def __init__(self):
         self.steps: dict = {}

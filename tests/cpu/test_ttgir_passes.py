@@ -369,6 +369,53 @@ def test_remove_conversions_does_not_duplicate_a_shared_load():
     """)
 
 
+ROW_1D = ("#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], "
+          "order = [1, 0]}>")
+MMA_16 = ("#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], "
+          "instrShape = [16, 16, 16]}>")
+NVMMA_SHARED = ("#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, "
+                "elementBitWidth = 16}>")
+
+
+def test_remove_conversions_converts_a_broadcast_row_before_the_broadcast():
+    # Tutorial 06's dQ step: a row of M, loaded once and used elsewhere too (so the load
+    # stays), is broadcast over the scores' tile and converted into the wgmma layout. The
+    # conversion moves to the 128x1 row and the broadcast happens in #mma (each thread keeps
+    # one value per row, not one per element of the 128x16 tile).
+    body = """
+    %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #s>
+    %mp = tt.splat %m : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>, #s>
+    %mptrs = tt.addptr %mp, %r : tensor<128x!tt.ptr<f32>, #s>, tensor<128xi32, #s>
+    %row = tt.load %mptrs : tensor<128x!tt.ptr<f32>, #s>
+    tt.store %mptrs, %row : tensor<128x!tt.ptr<f32>, #s>
+    %col = tt.expand_dims %row {axis = 1 : i32} : tensor<128xf32, #s> -> tensor<128x1xf32, #row>
+    %wide = tt.broadcast %col : tensor<128x1xf32, #row> -> tensor<128x16xf32, #row>
+    %wm = ttg.convert_layout %wide : tensor<128x16xf32, #row> -> tensor<128x16xf32, #mma>
+    %zero = arith.constant dense<0.000000e+00> : tensor<128x16xf32, #mma>
+    %d = ttng.warp_group_dot %a, %b, %zero {isAsync = false} : !ttg.memdesc<128x64xf16, #shared, #smem> * !ttg.memdesc<64x16xf16, #shared, #smem> -> tensor<128x16xf32, #mma>
+    %dw = ttng.warp_group_dot_wait %d {pendings = 0 : i32} : tensor<128x16xf32, #mma>
+    %p = arith.subf %dw, %wm : tensor<128x16xf32, #mma>
+    %ones = arith.constant dense<1.000000e+00> : tensor<128x16xf32, #mma>
+    %e = arith.addf %p, %ones : tensor<128x16xf32, #mma>
+    %wp = tt.splat %m : !tt.ptr<f32> -> tensor<128x16x!tt.ptr<f32>, #mma>
+    tt.store %wp, %e : tensor<128x16x!tt.ptr<f32>, #mma>
+    """
+    memdesc = "!ttg.memdesc<{}xf16, #shared, #smem>"
+    ir = ttgir(body, f"%m: !tt.ptr<f32> {ARG16}, %a: {memdesc.format('128x64')}, "
+               f"%b: {memdesc.format('64x16')}",
+               {"row": ROW_1D, "s": "#ttg.slice<{dim = 1, parent = #row}>", "mma": MMA_16,
+                "shared": NVMMA_SHARED, "smem": "#ttg.shared_memory"})
+    text, fired = run(ir, "remove-layout-conversions")
+    assert fired.get("rematerialize backward to a broadcast's operand") == 1
+    assert text.count("tt.load ") == 1 and text.count("ttg.convert_layout") == 1
+    filecheck(text, """
+        CHECK: %col = tt.expand_dims %row {axis = 1 : i32} : {{.*}} -> tensor<128x1xf32, #[[R:blocked]]>
+        CHECK-NEXT: [[C:%[0-9a-z_]+]] = ttg.convert_layout %col : tensor<128x1xf32, #[[R]]> -> tensor<128x1xf32, #[[M:mma]]>
+        CHECK-NEXT: %wide = tt.broadcast [[C]] : tensor<128x1xf32, #[[M]]> -> tensor<128x16xf32, #[[M]]>
+        CHECK: arith.subf %dw, %wide : tensor<128x16xf32, #[[M]]>
+    """)
+
+
 # ---- optimize-thread-locality -------------------------------------------------------------------
 ROWS = ("#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], "
         "order = [1, 0]}>")
