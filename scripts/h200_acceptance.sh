@@ -22,7 +22,7 @@ case $part in
     TILE_REQUIRE_GPU=1 timeout 120 python3 -m pytest tests/gpu -q -m timing -p no:cacheprovider \
         -rfE 2>&1 | tail -5 | tee "$out/timing.log" ;;
   matmul)
-    timeout ${BENCH_TIMEOUT:-560} python3 bench/matmul_best_of.py --out "$out" ${CASES:+--cases $CASES} 2>&1 | tee "$out/matmul.log" | tail -12 ;;
+    timeout ${BENCH_TIMEOUT:-560} python3 bench/matmul_best_of.py --out "$out" ${CASES:+--cases $CASES} ${ROUNDS:+--rounds $ROUNDS} 2>&1 | tee "$out/matmul.log" | tail -12 ;;
   attention)
     timeout ${BENCH_TIMEOUT:-560} python3 bench/bench_attention.py --out "$out" 2>&1 | tee "$out/attention.log" | tail -12 ;;
   tutorials)
