@@ -60,6 +60,11 @@ def main(script: str, description: str, ours, triton, table) -> int:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("tutorial")
     parser.add_argument("--triton-path", default=None)
+    parser.add_argument("--deps-path", default=None,
+                        help="a folder (or os.pathsep-separated folders) both workers also "
+                             "import from, e.g. where torch is installed: each worker's "
+                             "PYTHONPATH is otherwise only its compiler's, so neither sees "
+                             "the other compiler")
     parser.add_argument("--worker", choices=["ours", "triton"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = os.path.abspath(args.tutorial)
@@ -71,7 +76,8 @@ def main(script: str, description: str, ours, triton, table) -> int:
                                ("Triton 3.6", "triton", args.triton_path)):
         if extra is None:
             continue
-        env = dict(os.environ, PYTHONPATH=extra)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (extra, args.deps_path) if p))
         run = subprocess.run([sys.executable, script, path, "--worker", worker], env=env,
                              capture_output=True, text=True)
         if run.returncode != 0:

@@ -2,7 +2,7 @@
 side: the facts that decide its backward benchmark, read off the ttgir, the PTX, ptxas and (when
 nvdisasm is installed) the SASS. No GPU needed: Triton compiles for a `GPUTarget("cuda", 90, 32)`.
 
-    PYTHONPATH=. python bench/tutorial05_compile.py TUTORIAL [--triton-path DIR]
+    PYTHONPATH=. python bench/tutorial05_compile.py TUTORIAL [--triton-path DIR] [--deps-path DIR-WITH-TORCH]
 
 TUTORIAL is Triton's 05-layer-norm.py (reference data, never part of this repository; its
 top-level test and benchmark calls are skipped, only its definitions are run); DIR a folder where

@@ -4,7 +4,7 @@ HEAD_DIM 64 and 128) compiled for sm_90 by ours and by a real Triton 3.6, side b
 dots' lowering, what the loops load synchronously, shared-memory staging inside the loops,
 registers and spills, and the SASS instruction mix. No GPU needed.
 
-    PYTHONPATH=. python bench/tutorial06_bwd_compile.py TUTORIAL [--triton-path DIR]
+    PYTHONPATH=. python bench/tutorial06_bwd_compile.py TUTORIAL [--triton-path DIR] [--deps-path DIR-WITH-TORCH]
 
 TUTORIAL is Triton's 06-fused-attention.py (reference data, never part of this repository);
 DIR a folder where `import triton` finds the real Triton (its wheel unpacked with

@@ -2,7 +2,7 @@
 kernel its fp16 forward benchmark runs on Hopper), compiled for sm_90 by ours and by a real
 Triton 3.6, side by side. No GPU needed: Triton compiles for a `GPUTarget("cuda", 90, 32)`.
 
-    PYTHONPATH=. python bench/tutorial06_registers.py TUTORIAL [--triton-path DIR]
+    PYTHONPATH=. python bench/tutorial06_registers.py TUTORIAL [--triton-path DIR] [--deps-path DIR-WITH-TORCH]
 
 TUTORIAL is Triton's 06-fused-attention.py (reference data, never part of this repository);
 DIR a folder where `import triton` finds the real Triton (e.g. its wheel unpacked with
