@@ -30,6 +30,10 @@ from compiler.watchdog import DEFAULT_STAGE_TIMEOUT_S
 BACKEND = "nvidia"
 #: The driver's own options that change the generated artifacts (part of the cache key).
 DRIVER_KEY_OPTIONS = ("pipelines", "build_cubin", "build_sass")
+#: Boolean compile options an environment variable sets when the caller does not
+#: (variable -> option; "1", "true", "yes", "on" are true).
+ENV_SWITCHES = (("TILE_MMA_V2_TF32_INT8", "mma_v2_tf32_int8"),
+                ("TILE_TF32_LDMATRIX", "tf32_ldmatrix"))
 #: Stages whose pipeline a compile may replace (`pipelines=` / TILE_PIPELINE_<STAGE>).
 PIPELINE_STAGES = tuple(ENV_PIPELINE_VARS)
 
@@ -92,9 +96,10 @@ class CompileOptions(NvidiaOptions):
         override_arch = environ.get("TILE_OVERRIDE_ARCH") or environ.get("TRITON_OVERRIDE_ARCH")
         if override_arch and values.get("arch") is None:
             values["arch"] = override_arch      # "sm80", "sm_80" or "80", as Triton reads it
-        narrow_mma = environ.get("TILE_MMA_V2_TF32_INT8")
-        if narrow_mma is not None and values.get("mma_v2_tf32_int8") is None:
-            values["mma_v2_tf32_int8"] = narrow_mma.strip().lower() in ("1", "true", "yes", "on")
+        for variable, option in ENV_SWITCHES:
+            raw = environ.get(variable)
+            if raw is not None and values.get(option) is None:
+                values[option] = raw.strip().lower() in ("1", "true", "yes", "on")
         if values.get("arch") is None and default_arch is not None:
             values["arch"] = default_arch()
         if "TILE_STAGE_TIMEOUT" in environ and "stage_timeout_s" not in values:

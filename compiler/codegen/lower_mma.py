@@ -1,8 +1,12 @@
 """`tt.dot` on tensor cores: `mma.sync.aligned` (Triton's MMA v2): m16n8k16 for f16/bf16, with
 operands read from shared memory by `ldmatrix` (compiler.codegen.matrix_memory); m16n8k8 tf32
 and m16n8k32 s8 (int8, accumulating in s32 with `.satfinite`), whose operands are read from
-their shared buffers by ordinary (vector) loads from the linear layouts (ldmatrix moves 16-bit
-matrices only).
+their shared buffers by ordinary (vector) loads from the linear layouts. With the
+`tf32_ldmatrix` option (off until the H200 verifies it), a tf32 operand whose K is its
+buffer's contiguous dim (A row-major, B column-major) is read by plain ldmatrix instead: an
+8x8 b16 matrix is 8 rows of 4 tf32 words, lane l receiving word (l / 4, l % 4), which is the
+m16n8k8 fragment's (groupID, threadID_in_group); one x4 is an A fragment (a0..a3: rows 0-7 /
+8-15 by K words 0-3 / 4-7), or the B fragments of two N tiles.
 
 Register layouts follow `compiler.analysis.layouts` (the PTX ISA's fragments; kWidth = 32 /
 operand bits elements per register, K = 8 kWidth). Every form takes A as 4 words, B as 2 and
@@ -21,7 +25,7 @@ from compiler.analysis import layouts
 from .llvm_helpers import F16, inline_ptx, pack_words, unpack_words
 from .lower_convert import read_buffer_registers
 from .lowering import LoweringError
-from .matrix_memory import ldmatrix_registers, matrix_mode
+from .matrix_memory import ldmatrix_registers, matrix_mode, word_matrix_fits
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
@@ -51,7 +55,7 @@ class _Operand:
         self.base = ctx.shared_sources.get(value)
         if self.base is not None:
             self.shared_layout = producer.operands[0].type.encoding
-            self.by_ldmatrix = matrix_mode(self.shared_layout, self.type) is not None
+            self.by_ldmatrix = _by_ldmatrix(ctx, self.shared_layout, self.type)
             self.registers = None
         else:
             self.registers = ctx.get(value)
@@ -75,6 +79,16 @@ class _Operand:
                                          indices)
         values = ldmatrix_registers(self.ctx, self.base, self.shared_layout, self.type, indices)
         return dict(zip(indices, values))
+
+
+def _by_ldmatrix(ctx, shared_layout, operand_type) -> bool:
+    """Whether an operand in a buffer of `shared_layout` is read by ldmatrix: 16-bit matrices
+    (`matrix_mode`), or tf32 words where the `tf32_ldmatrix` option is on and the buffer
+    allows (`word_matrix_fits`); else by vector loads."""
+    if matrix_mode(shared_layout, operand_type) is not None:
+        return True
+    return ctx.tf32_ldmatrix and str(operand_type.element) == "f32" and \
+        word_matrix_fits(shared_layout, operand_type)
 
 
 def _mma(builder, element: str, a_words: list, b_words: list, acc: list) -> list:

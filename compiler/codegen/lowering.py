@@ -75,9 +75,9 @@ class LoweringOptions:
     """Options of the lowering: the kernel's ttgir file name, whether to run LLVM's O3, the
     register cap per thread (`.maxnreg`; None: no cap), whether fadd/fsub/fmul may contract
     into fma (`fp_fusion`, the compile option enable_fp_fusion), the target's compute
-    capability (`arch`: which instructions exist, e.g. stmatrix from sm_90), and the kernel's
-    metadata (num_warps, ...; None: read from the module's attributes,
-    `KernelMetadata.from_ttgir`)."""
+    capability (`arch`: which instructions exist, e.g. stmatrix from sm_90), whether tf32
+    mma.sync operands may be read by ldmatrix (`tf32_ldmatrix`), and the kernel's metadata
+    (num_warps, ...; None: read from the module's attributes, `KernelMetadata.from_ttgir`)."""
 
     ttgir_file: str | None = None
     optimize: bool = True
@@ -85,6 +85,9 @@ class LoweringOptions:
     fp_fusion: bool = True
     metadata: object = None
     arch: int = DEFAULT_ARCH       # the target's compute capability (sm_90+: stmatrix)
+    #: tf32 mma.sync operands read from shared memory by ldmatrix where the buffer allows
+    #: (the compile option `tf32_ldmatrix`)
+    tf32_ldmatrix: bool = False
 
 
 class LoweringContext:
@@ -104,6 +107,7 @@ class LoweringContext:
         self.lines = lines
         self.axis = axis
         self.values: dict[Value, list] = {}
+        self.tf32_ldmatrix = False      # LoweringOptions.tf32_ldmatrix
         entry = func.append_basic_block("entry")
         body = func.append_basic_block("body")
         self.prologue = ir.IRBuilder(entry)
@@ -310,6 +314,7 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
                           metadata.threads_per_warp, ttgir_file, text)
     ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
     ctx.arch = options.arch
+    ctx.tf32_ldmatrix = options.tf32_ldmatrix
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"

@@ -1,5 +1,8 @@
 """Whole 8x8 matrices of 16-bit elements between registers and shared memory: `ldmatrix`
 (sm_75+) and `stmatrix` (sm_90+), each moving up to four matrices per warp in one instruction.
+Plain ldmatrix also reads 32-bit elements as whole words (`word_matrix_fits`, tf32 mma.sync
+operands behind the `tf32_ldmatrix` option): a matrix's row of eight b16 is four words, and
+lane l receives word (l / 4, l % 4) of it, the tf32 fragments' (groupID, threadID_in_group).
 
 Both are chosen from the linear layouts alone: `matrix_mode` looks at the offsets map
 (register, lane, warp) -> buffer offset of a tensor in a shared buffer and says whether a
@@ -48,10 +51,7 @@ def matrix_mode(shared_layout, operand_type: TensorType):
     address" on the GPU)."""
     if operand_type.element.width != 16 or operand_type.rank != 2:
         return None
-    offsets = operand_offsets(shared_layout, operand_type)
-    regs = [v[0] for v in offsets.bases("register")]
-    lanes = [v[0] for v in offsets.bases("lane")]
-    warps = [v[0] for v in offsets.bases("warp")] if "warp" in offsets.in_dims else []
+    regs, lanes, warps = _offset_bases(operand_offsets(shared_layout, operand_type))
     if len(regs) < 1 or len(lanes) != 5:
         return None
     for trans, row_bases, rest in ((False, [regs[0], lanes[0], lanes[1]], regs[1:] + lanes[2:]),
@@ -59,6 +59,27 @@ def matrix_mode(shared_layout, operand_type: TensorType):
         if row_bases == [1, 2, 4] and all(v % 8 == 0 for v in rest + warps):
             return trans
     return None
+
+
+def word_matrix_fits(shared_layout, operand_type: TensorType) -> bool:
+    """Whether plain `ldmatrix` reads a tensor of `operand_type` (32-bit elements) from a
+    buffer of `shared_layout` one word per register: lanes 0-1 are a matrix row's words
+    (offsets 1 and 2) and every other basis (registers, lanes 2-4, warps) moves whole 16-byte
+    rows, so the swizzle too (its `vec` at least 4 elements). `.trans` swaps 16-bit halves,
+    so a buffer whose rows do not run along the words has no form here."""
+    if operand_type.element.width != 32 or operand_type.rank != 2:
+        return False
+    regs, lanes, warps = _offset_bases(operand_offsets(shared_layout, operand_type))
+    return len(lanes) == 5 and lanes[:2] == [1, 2] and \
+        all(v % 4 == 0 for v in regs + lanes[2:] + warps)
+
+
+def _offset_bases(offsets) -> tuple[list, list, list]:
+    """The buffer offsets of the (register, lane, warp) bases of an offsets map."""
+    regs = [v[0] for v in offsets.bases("register")]
+    lanes = [v[0] for v in offsets.bases("lane")]
+    warps = [v[0] for v in offsets.bases("warp")] if "warp" in offsets.in_dims else []
+    return regs, lanes, warps
 
 
 def _ldmatrix(ctx, address, count: int, trans: bool) -> list:
@@ -84,42 +105,76 @@ def _group_size(slot_indices: list, start: int) -> int:
     raise ValueError(f"register {first} does not start an ldmatrix pair")
 
 
-def _row_addresses(offsets, trans: bool, count: int):
-    """(lane, warp) -> offset of the row that lane 8q + i gives ldmatrix: matrix q is register
-    pair q of the group (register bits 1-2); row i is held, at column 0, by lane 4i (plain)
-    or by register bit 0 and lanes 0-1 (`.trans`). Lanes past the group's rows give none."""
-    regs = [v[0] for v in offsets.bases("register")]
-    lanes = [v[0] for v in offsets.bases("lane")]
+def _word_group(slot_indices: list, start: int) -> list:
+    """The registers (one word each) one ldmatrix reads from `start`: four r0..r3 when
+    r3 = r0 ^ r1 ^ r2 (one tf32 A fragment, or the B fragments of two N tiles: lanes 8-15 and
+    16-23 move by the offsets of r1 ^ r0 and r2 ^ r0, which the linear map adds up to r3's),
+    else two, else one."""
+    rest = slot_indices[start:start + 4]
+    if len(rest) == 4 and len(set(rest)) == 4 and rest[3] == rest[0] ^ rest[1] ^ rest[2]:
+        return rest
+    return rest[:2]
+
+
+def _row_addresses(offsets, trans: bool, firsts: list):
+    """(lane, warp) -> offset of the row that lane 8q + i gives ldmatrix, relative to matrix
+    0's: matrix q starts at register `firsts[q]` (the offsets of firsts[1] ^ firsts[0] and
+    firsts[2] ^ firsts[0] are lane bits 3 and 4; a fourth matrix must be firsts[1] ^
+    firsts[2] ^ firsts[0]); row i is held, at column 0, by lane 4i (plain) or by register
+    bit 0 and lanes 0-1 (`.trans`). Lanes past the group's rows give none."""
+    regs, lanes, warps = _offset_bases(offsets)
     rows = lanes[2:5] if not trans else [regs[0], lanes[0], lanes[1]]
-    matrices = [regs[k] if k < len(regs) else 0 for k in (1, 2)][:count.bit_length() - 1]
-    lane_bases = rows + matrices + [0] * (2 - len(matrices))
-    bases = {"lane": lane_bases}
+    matrices = [offsets.apply(register=f ^ firsts[0])["offset"] for f in firsts[1:3]]
+    bases = {"lane": rows + matrices + [0] * (2 - len(matrices))}
     if "warp" in offsets.in_dims:
-        bases["warp"] = [v[0] for v in offsets.bases("warp")]
+        bases["warp"] = warps
     return LinearLayout(bases, {"offset": offsets.out_dim_size("offset")})
+
+
+def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, elem_ty):
+    """Each lane's row address for one ldmatrix / stmatrix of the matrices starting at the
+    registers `firsts`: the lane's row and warp's part (`_row_addresses`) XOR the first
+    matrix's offset, a constant."""
+    from .lower_convert import xor_const
+    b = ctx.builder
+    term = ctx.indexer.thread_term(_row_addresses(offsets, trans, firsts))
+    first = offsets.apply(register=firsts[0])["offset"]
+    return b.gep(base, [xor_const(b, term, first)], source_etype=elem_ty)
+
+
+def _matrix_groups(slot_indices: list, words: bool) -> list:
+    """Per ldmatrix / stmatrix, the first register of each of its matrices: aligned runs of
+    register pairs (`_group_size`), or for 32-bit words one register a matrix
+    (`_word_group`)."""
+    groups, start = [], 0
+    while start < len(slot_indices):
+        if words:
+            firsts = _word_group(slot_indices, start)
+            start += len(firsts)
+        else:
+            count = _group_size(slot_indices, start)
+            firsts = slot_indices[start:start + 2 * count:2]
+            start += 2 * count
+        groups.append(firsts)
+    return groups
 
 
 def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
                        slot_indices: list) -> list:
-    """The registers `slot_indices` (aligned runs of register pairs, in register order) of a
-    tensor of `operand_type` read from the shared buffer at `base` by ldmatrix (the buffer
-    must pass `matrix_mode`). Every address comes from the offsets map: the lane's row, the
-    warp's part, and the group's first register as a constant."""
-    from .lower_convert import xor_const
-    b = ctx.builder
+    """The registers `slot_indices` of a tensor of `operand_type` read, in that order, from
+    the shared buffer at `base` by ldmatrix: 16-bit elements in aligned runs of register pairs
+    (the buffer must pass `matrix_mode`), or 32-bit ones one word a register, plain (the
+    buffer must pass `word_matrix_fits`). Every address comes from the offsets map: the lane's
+    row, the warp's part, and the group's first register as a constant."""
     offsets = operand_offsets(shared_layout, operand_type)
-    trans = matrix_mode(shared_layout, operand_type)
+    words = operand_type.element.width == 32
+    trans = False if words else matrix_mode(shared_layout, operand_type)
     elem_ty = llvm_type(operand_type)
     values = []
-    start = 0
-    while start < len(slot_indices):
-        count = _group_size(slot_indices, start)
-        term = ctx.indexer.thread_term(_row_addresses(offsets, trans, count))
-        first = offsets.apply(register=slot_indices[start])["offset"]
-        address = b.gep(base, [xor_const(b, term, first)], source_etype=elem_ty)
-        for word in _ldmatrix(ctx, address, count, trans):
-            values += unpack_words(b, [word], elem_ty, 2)
-        start += 2 * count
+    for firsts in _matrix_groups(slot_indices, words):
+        address = _matrix_address(ctx, base, offsets, trans, firsts, elem_ty)
+        loaded = _ldmatrix(ctx, address, len(firsts), trans)
+        values += unpack_words(ctx.builder, loaded, elem_ty, len(loaded) * (1 if words else 2))
     return values
 
 
@@ -159,17 +214,10 @@ def stmatrix_registers(ctx, base, shared_layout, value_type: TensorType, values:
     by stmatrix (the pair must pass `stmatrix_fits`), four matrices at a time where the
     registers allow; addresses as in `ldmatrix_registers`. Threads holding the same element
     write the same value."""
-    from .lower_convert import xor_const
     b = ctx.builder
     offsets = operand_offsets(shared_layout, value_type)
     trans = matrix_mode(shared_layout, value_type)
-    registers = list(range(len(values)))
-    start = 0
-    while start < len(registers):
-        count = _group_size(registers, start)
-        term = ctx.indexer.thread_term(_row_addresses(offsets, trans, count))
-        first = offsets.apply(register=registers[start])["offset"]
-        address = b.gep(base, [xor_const(b, term, first)], source_etype=llvm_type(value_type))
-        words = pack_words(b, values[start:start + 2 * count], 32)
+    for firsts in _matrix_groups(list(range(len(values))), False):
+        address = _matrix_address(ctx, base, offsets, trans, firsts, llvm_type(value_type))
+        words = pack_words(b, values[firsts[0]:firsts[0] + 2 * len(firsts)], 32)
         _stmatrix(ctx, address, words, trans)
-        start += 2 * count

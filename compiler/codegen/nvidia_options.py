@@ -51,6 +51,11 @@ class NvidiaOptions(BackendOptions):
     #: (sm_80+; on sm_90 below 64 rows per warp group or 2 warps); off, they stay on FMA.
     #: On by default since the H200 verified it (TILE_MMA_V2_TF32_INT8=0 turns it off).
     mma_v2_tf32_int8: bool = True
+    #: tf32 mma.sync operands whose K is their shared buffer's contiguous dim (A row-major, B
+    #: "col") read by `ldmatrix` (b16 form: an 8x8 b16 matrix is 8 rows of 4 tf32 words, lane l
+    #: receiving word (l / 4, l % 4), the fragment's layout) instead of scalar loads, as
+    #: Triton does. Off until the H200 verifies it (TILE_TF32_LDMATRIX=1 turns it on).
+    tf32_ldmatrix: bool = False
 
     @property
     def ptx_arch(self) -> str:

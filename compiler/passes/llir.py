@@ -71,7 +71,8 @@ class ConvertTritonGPUToLLVM(Pass):
         options = _options(ctx)
         lowered = lower_module(module.ttgir, LoweringOptions(
             ttgir_file=module.ttgir_file, optimize=False, metadata=module.metadata,
-            maxnreg=options.maxnreg, fp_fusion=options.enable_fp_fusion, arch=options.arch))
+            maxnreg=options.maxnreg, fp_fusion=options.enable_fp_fusion, arch=options.arch,
+            tf32_ldmatrix=options.tf32_ldmatrix))
         module.lowered = lowered
         module.text = lowered.llvm_ir
 

@@ -102,10 +102,12 @@ def compile_attention_sm90(head_dim: int, block_m: int, block_n: int, warps: int
     return compiled
 
 
-def run_on_simt(compiled, grid: tuple, runtime_args: list, outputs: list) -> list:
-    """Lower the compiled ttgir (unoptimized LLVM IR), run it on the SIMT evaluator and return
-    the arrays `outputs` (objects among `runtime_args`) as the kernel left them."""
-    lowered = lower_module(compiled.ttgir_module, LoweringOptions(optimize=False))
+def run_on_simt(compiled, grid: tuple, runtime_args: list, outputs: list,
+                lowering: LoweringOptions | None = None) -> list:
+    """Lower the compiled ttgir (unoptimized LLVM IR, with `lowering`'s options), run it on the
+    SIMT evaluator and return the arrays `outputs` (objects among `runtime_args`) as the kernel
+    left them."""
+    lowered = lower_module(compiled.ttgir_module, lowering or LoweringOptions(optimize=False))
     memory = run_kernel(lowered, grid, runtime_args)
     arrays = [a for a in runtime_args if isinstance(a, np.ndarray)]
     out = []

@@ -4,6 +4,7 @@ the kernel's metadata is the one source of num_warps after the ttgir stage."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,31 @@ def test_environment_is_read_once_into_the_options():
     opts = CompileOptions.from_env({}, environ=env)
     assert opts.debug is True and opts.pipelines == {"llir": "convert-tritongpu-to-llvm"}
     assert CompileOptions.from_env({"debug": False}, environ=env).debug is False
+
+
+@pytest.mark.parametrize("option,default", [
+    ("mma_v2_tf32_int8", True),     # on since the H200 verified it
+    ("tf32_ldmatrix", False),       # off until the H200 verifies it
+])
+def test_switch_knobs_set_their_compile_options(option, default, monkeypatch):
+    """Each ENV_SWITCHES option: its knob (knobs.nvidia.<option>) writes the variable, which
+    the options read unless the caller gives the option."""
+    from compiler import knobs
+    from compiler.stage_state import ENV_SWITCHES
+    variable = dict((o, v) for v, o in ENV_SWITCHES)[option]
+    monkeypatch.delenv(variable, raising=False)
+    assert getattr(knobs.nvidia, option) is default
+    assert getattr(CompileOptions.from_env({}), option) is default
+    setattr(knobs.nvidia, option, not default)        # writes the variable (propagate_env)
+    try:
+        assert getattr(CompileOptions.from_env({}), option) is (not default)
+        assert option in CompileOptions.from_env({}).key_parts()
+        assert getattr(CompileOptions.from_env({option: default}), option) is default
+    finally:
+        knobs.nvidia.reset()
+        os.environ.pop(variable, None)
+    raw = "1" if not default else "0"
+    assert getattr(CompileOptions.from_env({}, environ={variable: raw}), option) is (not default)
 
 
 # ---- pass options, checked like launch options (issue 14 item 5) ------------------------------

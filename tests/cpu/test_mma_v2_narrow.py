@@ -1,12 +1,12 @@
 """tf32 (mma.sync m16n8k8) and int8 (m16n8k32) dots on MMA v2, behind the `mma_v2_tf32_int8`
-option (TILE_MMA_V2_TF32_INT8, knobs.nvidia.mma_v2_tf32_int8; on by default since the H200
-verified it): accelerate-matmul's choice (FileCheck), the operand and accumulator linear
-layouts against the PTX ISA's fragment tables (written out here on their own), PTX that ptxas
-assembles for the shapes of Triton's test_dot that wgmma cannot take, and the values on the SIMT
-evaluator (tests/cpu/simt.py, whose m16n8k8/k32 follow the same ISA tables)."""
+option (TILE_MMA_V2_TF32_INT8, knobs.nvidia.mma_v2_tf32_int8, on by default since the H200
+verified it: tests/cpu/test_compile_options.py): accelerate-matmul's choice (FileCheck), the
+operand and accumulator linear layouts against the PTX ISA's fragment tables (written out
+here on their own), PTX that ptxas assembles for the shapes of Triton's test_dot that wgmma
+cannot take, and the values on the SIMT evaluator (tests/cpu/simt.py, whose m16n8k8/k32
+follow the same ISA tables)."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 
@@ -15,10 +15,8 @@ import pytest
 
 import compiler as triton
 import compiler.language as tl
-from compiler import knobs
 from compiler.analysis import layouts
 from compiler.analysis.layout_to_linear import to_linear_layout
-from compiler.compiler import CompileOptions
 from compiler.dialects.ttg import DotOperandEncoding, NvidiaMmaEncoding
 from compiler.ir import print_module
 from tests.cpu.filecheck import filecheck
@@ -96,23 +94,6 @@ def test_stays_on_fma(element, k, acc, options, precision):
     before, after, fired = accelerate(element, 32, 32, k, 2, options, acc, precision)
     assert after == before and "nvidia_mma" not in after
     assert not any("mma.sync" in p or "tf32x3" in p for p in fired)
-
-
-def test_the_knob_sets_the_compile_option_default_on(monkeypatch):
-    monkeypatch.delenv("TILE_MMA_V2_TF32_INT8", raising=False)
-    assert knobs.nvidia.mma_v2_tf32_int8 is True
-    assert CompileOptions.from_env({}).mma_v2_tf32_int8 is True
-    knobs.nvidia.mma_v2_tf32_int8 = False         # writes the variable (propagate_env)
-    try:
-        assert CompileOptions.from_env({}).mma_v2_tf32_int8 is False
-        assert "mma_v2_tf32_int8" in CompileOptions.from_env({}).key_parts()
-        # an explicit option wins over the environment
-        assert CompileOptions.from_env(
-            {"mma_v2_tf32_int8": True}).mma_v2_tf32_int8 is True
-    finally:
-        knobs.nvidia.reset()
-        os.environ.pop("TILE_MMA_V2_TF32_INT8", None)
-    assert not CompileOptions.from_env({}, environ={"TILE_MMA_V2_TF32_INT8": "0"}).mma_v2_tf32_int8
 
 
 # ---- layouts against the PTX ISA -------------------------------------------------------------
