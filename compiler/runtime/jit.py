@@ -227,18 +227,16 @@ def _select_expanding(positions: tuple, descriptors: frozenset, tensor_maps: boo
         value = bound[index]
         if index not in descriptors:
             out.append(value)
-        elif isinstance(value, tuple):
+            continue
+        if isinstance(value, tuple):
             out.extend(value)
-            if tensor_maps and isinstance(value, DescriptorFields):
-                encoded = value.tensor_map()
-                if encoded is not None:
-                    out.append(encoded)
+            encoded = value.tensor_map() if tensor_maps and \
+                isinstance(value, DescriptorFields) else None
         else:
             out.extend(value.kernel_fields())
-            if tensor_maps:
-                encoded = tensor_map.of_descriptor(value)
-                if encoded is not None:
-                    out.append(encoded)
+            encoded = tensor_map.of_descriptor(value) if tensor_maps else None
+        if encoded is not None:
+            out.append(encoded)
     return tuple(out)
 
 

@@ -283,12 +283,10 @@ def _descriptor_launch(desc):
             key = hit = None
         if hit is not None:
             return hit
+    from compiler.runtime.tensor_map import descriptor_map_args
     fields = desc.kernel_fields()
     converted = DescriptorFields((launch_value(fields[0]),) + fields[1:])
-    element = dtype_type_name(getattr(base, "dtype", None))
-    if element is not None:
-        converted.map_args = (element, _address(base), tuple(desc.shape), tuple(desc.strides),
-                              tuple(desc.block_shape), desc.padding)
+    converted.map_args = descriptor_map_args(desc)
     launch = (_descriptor_entry(desc), converted)
     if key is not None and isinstance(converted[0], int):
         if len(_LAUNCH_CACHE) >= _LAUNCH_CACHE_LIMIT:

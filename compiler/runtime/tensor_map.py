@@ -113,15 +113,22 @@ def encode(element: str, address: int, shape, strides, block_shape,
                                         tuple(block_shape), padding))
 
 
-def of_descriptor(desc) -> bytes | None:
-    """The CUtensorMap of a host `TensorDescriptor`, or None when its element type and block
-    are not copied by TMA (`supports`; the kernel then has no tensor-map parameter for it)."""
+def descriptor_map_args(desc) -> tuple | None:
+    """`descriptor_map`'s arguments for a host `TensorDescriptor`: (element, base address,
+    shape, strides, block shape, padding), or None when its base has no known element type."""
     from .specialization import _address, dtype_type_name
     element = dtype_type_name(getattr(desc.base, "dtype", None))
     if element is None:
         return None
-    return descriptor_map(element, _address(desc.base), tuple(desc.shape), tuple(desc.strides),
-                          tuple(desc.block_shape), desc.padding)
+    return (element, _address(desc.base), tuple(desc.shape), tuple(desc.strides),
+            tuple(desc.block_shape), desc.padding)
+
+
+def of_descriptor(desc) -> bytes | None:
+    """The CUtensorMap of a host `TensorDescriptor`, or None when its element type and block
+    are not copied by TMA (`supports`; the kernel then has no tensor-map parameter for it)."""
+    args = descriptor_map_args(desc)
+    return descriptor_map(*args) if args is not None else None
 
 
 @functools.lru_cache(maxsize=4096)
