@@ -18,7 +18,7 @@ Groups and knobs (Triton's name -> our variable):
   nvidia.mma_v2_tf32_int8        -> TILE_MMA_V2_TF32_INT8 (ours, not Triton's: tf32 and int8 dots
                                                           that wgmma cannot take on mma.sync)
   nvidia.tf32_ldmatrix           -> TILE_TF32_LDMATRIX   (ours: tf32 mma.sync operands read by
-                                                          ldmatrix; off until the H200 verifies it)
+                                                          ldmatrix; on, =0 keeps scalar loads)
 A knob Triton has and we do not is refused with an AttributeError naming the ones we have.
 """
 from __future__ import annotations
@@ -143,10 +143,10 @@ class nvidia_knobs(base_knobs):
     #: Triton's 402 tf32/int8 test_dot cases). The compile option `mma_v2_tf32_int8` reads it.
     mma_v2_tf32_int8 = env_knob("TILE_MMA_V2_TF32_INT8", bool, True)
     #: tf32 mma.sync operands whose K is contiguous in their shared buffer read by ldmatrix
-    #: (b16 form, four tf32 words a row) instead of scalar loads, as Triton does. Off until the
-    #: H200 verifies it (tests/gpu/test_tf32_ldmatrix_gpu.py). The compile option
-    #: `tf32_ldmatrix` reads it.
-    tf32_ldmatrix = env_knob("TILE_TF32_LDMATRIX", bool, False)
+    #: (b16 form, four tf32 words a row) instead of scalar loads, as Triton does. On by default
+    #: since the H200 verified it (tests/gpu/test_tf32_ldmatrix_gpu.py; TILE_TF32_LDMATRIX=0
+    #: keeps the scalar loads). The compile option `tf32_ldmatrix` reads it.
+    tf32_ldmatrix = env_knob("TILE_TF32_LDMATRIX", bool, True)
 
     @property
     def ptxas(self) -> ptxas_knobs:

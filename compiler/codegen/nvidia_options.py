@@ -54,8 +54,9 @@ class NvidiaOptions(BackendOptions):
     #: tf32 mma.sync operands whose K is their shared buffer's contiguous dim (A row-major, B
     #: "col") read by `ldmatrix` (b16 form: an 8x8 b16 matrix is 8 rows of 4 tf32 words, lane l
     #: receiving word (l / 4, l % 4), the fragment's layout) instead of scalar loads, as
-    #: Triton does. Off until the H200 verifies it (TILE_TF32_LDMATRIX=1 turns it on).
-    tf32_ldmatrix: bool = False
+    #: Triton does. On by default since the H200 verified it (tests/gpu/test_tf32_ldmatrix_gpu.py;
+    #: TILE_TF32_LDMATRIX=0 turns it off).
+    tf32_ldmatrix: bool = True
 
     @property
     def ptx_arch(self) -> str:

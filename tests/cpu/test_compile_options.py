@@ -122,7 +122,7 @@ def test_environment_is_read_once_into_the_options():
 
 @pytest.mark.parametrize("option,default", [
     ("mma_v2_tf32_int8", True),     # on since the H200 verified it
-    ("tf32_ldmatrix", False),       # off until the H200 verifies it
+    ("tf32_ldmatrix", True),        # on since the H200 verified it
 ])
 def test_switch_knobs_set_their_compile_options(option, default, monkeypatch):
     """Each ENV_SWITCHES option: its knob (knobs.nvidia.<option>) writes the variable, which
