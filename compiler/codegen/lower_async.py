@@ -16,7 +16,7 @@ from compiler.dialects import ttg
 
 from . import vector_width as vw
 from .llvm_helpers import barrier, byte_width, i32, inline_ptx, llvm_type
-from .lower_convert import shared_offset, shared_store
+from .lower_convert import shared_element_address, shared_offset, shared_store
 from .lower_memory import _load_group
 from .registry import lowers
 
@@ -82,7 +82,7 @@ def lower_async_copy(ctx, op):
             continue
         run = width if reg in starts else 1
         offset = shared_offset(b, buf.type.encoding, coords[reg], t.shape)
-        dst = b.gep(base, [offset], source_etype=elem_ty)
+        dst = shared_element_address(b, base, offset, elem_ty)
         if run * elem_bytes in CP_ASYNC_BYTES:
             _cp_async(ctx, dst, ptrs[reg], masks[reg], run * elem_bytes)
             continue

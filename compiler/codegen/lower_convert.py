@@ -88,12 +88,30 @@ def _loaded(builder, value, ty):
     return from_memory(builder, value, ty)
 
 
+def _byte_size(t: ir.Type) -> int:
+    """Bytes of an LLVM scalar type as shared memory holds it."""
+    if isinstance(t, ir.IntType):
+        return max(1, t.width // 8)
+    if isinstance(t, ir.PointerType):
+        return 8
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}.get(type(t), 2)  # bf16: 2
+
+
+def shared_element_address(b, base, offset, elem_ty: ir.Type):
+    """The address of element `offset` (i32) of the shared array at `base` of `elem_ty`, as an
+    i8 GEP over the offset scaled to bytes by an instruction of its own: a loop-invariant offset
+    is then scaled once, outside the loop, where a typed GEP scales it at every use inside."""
+    size = _byte_size(elem_ty)
+    scaled = offset if size == 1 else b.shl(offset, i32(size.bit_length() - 1)) \
+        if size & (size - 1) == 0 else b.mul(offset, i32(size))
+    return b.gep(base, [scaled], source_etype=ir.IntType(8))
+
+
 def shared_store(ctx, base, offset, value) -> None:
     """Store a register value at element `offset` of a shared array of its memory type."""
     b = ctx.builder
     v = _storable(b, value)
-    ptr = b.gep(base, [offset], source_etype=v.type)
-    b.store(v, ptr)
+    b.store(v, shared_element_address(b, base, offset, v.type))
 
 
 def shared_store_vector(ctx, base, offset, values, elem_bytes: int) -> None:
@@ -104,7 +122,7 @@ def shared_store_vector(ctx, base, offset, values, elem_bytes: int) -> None:
     vec = ir.Constant(ir.VectorType(parts[0].type, len(parts)), None)
     for i, part in enumerate(parts):
         vec = b.insert_element(vec, part, i32(i))
-    b.store(vec, b.gep(base, [offset], source_etype=parts[0].type),
+    b.store(vec, shared_element_address(b, base, offset, parts[0].type),
             align=len(parts) * elem_bytes)
 
 
@@ -112,8 +130,7 @@ def shared_load(ctx, base, offset, ty):
     """Load an element of register type `ty` from element `offset` of a shared array."""
     b = ctx.builder
     mem_ty = I64 if isinstance(ty, ir.PointerType) else memory_type(ty)
-    ptr = b.gep(base, [offset], source_etype=mem_ty)
-    return _loaded(b, b.load(ptr, typ=mem_ty), ty)
+    return _loaded(b, b.load(shared_element_address(b, base, offset, mem_ty), typ=mem_ty), ty)
 
 
 def move_values(ctx, values, src_type: TensorType, dst_type: TensorType, dst_layout=None):
@@ -168,13 +185,16 @@ def _shuffled(ctx, values, plan) -> list:
 
 
 def xor_const(b, term, const: int):
-    """A thread term (value, mask) XOR a constant (an add where their bits are disjoint)."""
+    """A thread term (value, mask of its possible bits) XOR a constant: the constant's bits
+    inside the mask (a swizzle's) are XORed, and the others, which cannot carry into the
+    term, added last. Registers whose constants differ only outside the mask then share one
+    XORed value, and the add folds into the memory instruction's immediate."""
     if term is None:
         return i32(const)
     value, mask = term
-    if not const:
-        return value
-    return b.xor(value, i32(const)) if mask & const else b.add(value, i32(const))
+    if const & mask:
+        value = b.xor(value, i32(const & mask))
+    return b.add(value, i32(const & ~mask)) if const & ~mask else value
 
 
 def _vector_groups(registers: int, vec_bits: tuple) -> list:
@@ -271,7 +291,7 @@ def _load_register_groups(ctx, base, layout, offsets, vec_bits, elem_bytes, ty,
             got[group[0]] = shared_load(ctx, base, at[group[0]], ty)
             continue
         mem_ty = memory_type(ty)
-        vec = b.load(b.gep(base, [at[group[0]]], source_etype=mem_ty),
+        vec = b.load(shared_element_address(b, base, at[group[0]], mem_ty),
                      typ=ir.VectorType(mem_ty, len(group)), align=len(group) * elem_bytes)
         for i, r in enumerate(group):
             got[r] = from_memory(b, b.extract_element(vec, i32(i)), ty)

@@ -82,11 +82,18 @@ def _offset_bases(offsets) -> tuple[list, list, list]:
     return regs, lanes, warps
 
 
-def _ldmatrix(ctx, address, count: int, trans: bool) -> list:
-    """One `ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16`: `count` i32 words."""
+def _address_operand(index: int, byte_offset: int) -> str:
+    """The PTX address of inline-asm operand `index` plus a constant: `[$i+imm]`, the form
+    ptxas folds into the instruction, so matrices that differ by a constant share a register."""
+    return f"[${index}+{byte_offset}]" if byte_offset else f"[${index}]"
+
+
+def _ldmatrix(ctx, address, count: int, trans: bool, byte_offset: int = 0) -> list:
+    """One `ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16` at `address` plus
+    `byte_offset`: `count` i32 words."""
     outs = ", ".join(f"${i}" for i in range(count))
     asm = (f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
-           f"{{{outs}}}, [${count}];")
+           f"{{{outs}}}, {_address_operand(count, byte_offset)};")
     ret = I32 if count == 1 else ir.LiteralStructType([I32] * count)
     result = inline_ptx(ctx.builder, ret, asm, ",".join(["=r"] * count + ["r"]), [address])
     if count == 1:
@@ -131,15 +138,19 @@ def _row_addresses(offsets, trans: bool, firsts: list):
     return LinearLayout(bases, {"offset": offsets.out_dim_size("offset")})
 
 
-def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, elem_ty):
+def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, tensor: TensorType) -> tuple:
     """Each lane's row address for one ldmatrix / stmatrix of the matrices starting at the
-    registers `firsts`: the lane's row and warp's part (`_row_addresses`) XOR the first
-    matrix's offset, a constant."""
-    from .lower_convert import xor_const
+    registers `firsts`, as (address, constant byte offset): the lane's row and warp's part
+    (`_row_addresses`) XOR the first matrix's offset, a constant. The constant's bits that
+    the lane part can hold (a swizzle's) are XORed into the address; the others cannot carry
+    into it, so they are an add, left to the instruction's immediate (`_address_operand`)."""
+    from .lower_convert import shared_element_address, xor_const
     b = ctx.builder
     term = ctx.indexer.thread_term(_row_addresses(offsets, trans, firsts))
     first = offsets.apply(register=firsts[0])["offset"]
-    return b.gep(base, [xor_const(b, term, first)], source_etype=elem_ty)
+    swizzled = first & term[1] if term is not None else 0
+    address = shared_element_address(b, base, xor_const(b, term, swizzled), llvm_type(tensor))
+    return address, (first & ~swizzled) * (tensor.element.width // 8)
 
 
 def _matrix_groups(slot_indices: list, words: bool) -> list:
@@ -172,8 +183,8 @@ def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
     elem_ty = llvm_type(operand_type)
     values = []
     for firsts in _matrix_groups(slot_indices, words):
-        address = _matrix_address(ctx, base, offsets, trans, firsts, elem_ty)
-        loaded = _ldmatrix(ctx, address, len(firsts), trans)
+        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, operand_type)
+        loaded = _ldmatrix(ctx, address, len(firsts), trans, byte_offset)
         values += unpack_words(ctx.builder, loaded, elem_ty, len(loaded) * (1 if words else 2))
     return values
 
@@ -193,12 +204,13 @@ def load_matrices(ctx, base, shared_layout, operand_type: TensorType) -> list:
     return ldmatrix_registers(ctx, base, shared_layout, operand_type, list(range(n)))
 
 
-def _stmatrix(ctx, address, words: list, trans: bool) -> None:
-    """One `stmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16` of `words` (i32 each)."""
+def _stmatrix(ctx, address, words: list, trans: bool, byte_offset: int = 0) -> None:
+    """One `stmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16` of `words` (i32 each)
+    at `address` plus `byte_offset`."""
     count = len(words)
     ins = ", ".join(f"${i + 1}" for i in range(count))
     asm = (f"stmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
-           f"[$0], {{{ins}}};")
+           f"{_address_operand(0, byte_offset)}, {{{ins}}};")
     inline_ptx(ctx.builder, ir.VoidType(), asm, ",".join(["r"] * (count + 1)),
                [address] + words)
 
@@ -218,6 +230,6 @@ def stmatrix_registers(ctx, base, shared_layout, value_type: TensorType, values:
     offsets = operand_offsets(shared_layout, value_type)
     trans = matrix_mode(shared_layout, value_type)
     for firsts in _matrix_groups(list(range(len(values))), False):
-        address = _matrix_address(ctx, base, offsets, trans, firsts, llvm_type(value_type))
+        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, value_type)
         words = pack_words(b, values[firsts[0]:firsts[0] + 2 * len(firsts)], 32)
-        _stmatrix(ctx, address, words, trans)
+        _stmatrix(ctx, address, words, trans, byte_offset)

@@ -439,9 +439,14 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
             yield_op.set_operand(j, value)
     count = end.const(stages)
     one = end.const(1)
+    zero = end.const(0)
     for slot in (insert_slot, extract_slot):
+        # slot + 1, back to 0 at `stages`: a compare and a select (uniform, cheap), where a
+        # remainder by a constant costs a multiply-high and shifts in every iteration
         bumped = end.op(arith.BINARY_OPS["addi"], [slot, one], [i32]).results[0]
-        wrapped = end.op(arith.BINARY_OPS["remsi"], [bumped, count], [i32]).results[0]
+        past_end = end.op(arith.CmpIOp, [bumped, count], [i1],
+                          {"predicate": StringAttr("sge")}).results[0]
+        wrapped = end.op(arith.SelectOp, [past_end, zero, bumped], [i32]).results[0]
         yield_op._append_operand(wrapped)
     for op in reversed(ordered):        # the original stage-0 ops are dead now
         if not any(r.has_uses() for r in op.results):

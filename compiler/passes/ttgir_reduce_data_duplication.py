@@ -16,15 +16,26 @@ def shared_layout_for(src_encoding, dot_encoding: DotOperandEncoding, shape: tup
                       element_bytes: int = 2) -> SwizzledSharedEncoding:
     """The shared layout a dot operand is staged in: the source's dim order; no swizzling for
     the FMA dot (blocked parent), whose threads read whole rows and columns. A tensor-core
-    operand is read by ldmatrix, 8 rows of 16 bytes at a time: 16-byte groups (`vec`) are
-    XOR-swizzled so those 8 rows fall in different banks, each phase covering 128 bytes of rows
-    (Triton's rule for MMA v2 operands)."""
+    operand is XOR-swizzled so that the rows one read touches fall in different banks, each
+    phase covering 128 bytes of rows (Triton's rule for MMA v2 operands):
+    - K contiguous: ldmatrix reads 8 rows (M or N) of 16 bytes, so 16-byte groups (`vec`) over
+      8 phases;
+    - K not contiguous: a read covers the K extent of one mma step (8 rows of 16-bit, read by
+      ldmatrix.trans; 4 of 32-bit and 16 of 8-bit, read one element per thread, a quad's lanes
+      on consecutive rows) by 8 elements along M or N (the lanes' groupIDs), so 8-element
+      groups over that many phases. A 32-bit operand with 16-byte groups over 8 phases would put
+      its 4 K rows on the same 8 banks (4-way conflicts)."""
     order = order_of(src_encoding)
     if isinstance(dot_encoding.parent, NvidiaMmaEncoding):
-        vec = max(1, 16 // element_bytes)
+        rank = len(order)
+        k_dim = rank - 1 if dot_encoding.op_idx == 0 else rank - 2
         row_bytes = shape[order[0]] * element_bytes
         per_phase = max(1, 128 // row_bytes)
-        max_phase = max(1, 8 // per_phase)
+        if order[0] == k_dim:
+            vec, rows_read = max(1, 16 // element_bytes), 8
+        else:
+            vec, rows_read = 8, max(1, 16 // element_bytes)
+        max_phase = max(1, rows_read // per_phase)
         return SwizzledSharedEncoding(vec, per_phase, max_phase, tuple(order))
     return SwizzledSharedEncoding(1, 1, 1, tuple(order))
 

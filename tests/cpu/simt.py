@@ -524,6 +524,9 @@ class CTA:
                 raise Unsupported(f"warp-collective {asm.asm.split()[0]} under a partial mask")
             if asm.asm.startswith(("ldmatrix.", "stmatrix.")):
                 rows = 8 * int(re.search(r"\.x(\d)", asm.asm).group(1))  # lanes giving rows
+                immediate = re.search(r"\[\$\d+\+(\d+)\]", asm.asm)     # [$i+imm]
+                if immediate:
+                    args = [args[0] + np.uint64(int(immediate.group(1)))] + list(args[1:])
                 check_aligned(args[0], 16, (self.tid % np.uint64(WARP)) < np.uint64(rows),
                               f"{asm.asm.split('.')[0]} row")
                 if asm.asm.startswith("stmatrix."):

@@ -154,3 +154,28 @@ def test_tensor_core_operands_are_staged_swizzled_for_ldmatrix(shape, order, exp
     assert shared.order == order
     blocked_parent = DotOperandEncoding(0, src)
     assert shared_layout_for(src, blocked_parent, shape, 2).max_phase == 1   # FMA: no swizzle
+
+
+@pytest.mark.parametrize("op_idx,order,element_bytes,expected", [
+    (0, (1, 0), 4, (4, 1, 8)),      # A, K contiguous, 32-bit: ldmatrix rows of 16 bytes
+    (1, (0, 1), 4, (4, 1, 8)),      # B, K contiguous
+    (1, (1, 0), 4, (8, 1, 4)),      # B, N contiguous, 32-bit: 4 K rows x 8 columns a read
+    (0, (0, 1), 4, (8, 1, 4)),      # A, M contiguous
+    (1, (1, 0), 2, (8, 1, 8)),      # 16-bit either way: ldmatrix(.trans) rows of 16 bytes
+    (1, (1, 0), 1, (8, 1, 16)),     # 8-bit, N contiguous: 16 K rows of one mma step
+    (1, (0, 1), 1, (16, 1, 8)),     # 8-bit, K contiguous
+])
+def test_operands_without_contiguous_k_swizzle_by_the_mma_step(op_idx, order, element_bytes,
+                                                                 expected):
+    """Triton's rule for an operand whose K is not contiguous: 8-element groups (the lanes'
+    groupIDs) over as many phases as one mma step has K rows (16 bytes of K); 32-bit tf32 B
+    with 16-byte groups over 8 phases put its 4 K rows on the same 8 banks."""
+    from compiler.dialects.ttg import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding
+    from compiler.passes.ttgir_reduce_data_duplication import shared_layout_for
+    src = BlockedEncoding((1, 4) if order == (1, 0) else (4, 1), (4, 8) if order == (1, 0)
+                          else (8, 4), (4, 1), order)
+    mma = NvidiaMmaEncoding(2, 0, (2, 2), (16, 8))
+    row_elements = 256 // element_bytes             # 256-byte rows: a new phase every row
+    shared = shared_layout_for(src, DotOperandEncoding(op_idx, mma, 4 // element_bytes or 1),
+                               (row_elements, row_elements), element_bytes)
+    assert (shared.vec, shared.per_phase, shared.max_phase) == expected

@@ -1,7 +1,8 @@
 """tf32 mma.sync operands read from shared memory by `ldmatrix` (the b16 form: a matrix row of
 eight b16 is four tf32 words, lane l receiving word (l / 4, l % 4), the m16n8k8 fragment's
 (groupID, threadID_in_group)), behind the `tf32_ldmatrix` option (TILE_TF32_LDMATRIX,
-knobs.nvidia.tf32_ldmatrix; off until the H200 verifies it: tests/gpu/test_tf32_ldmatrix_gpu.py).
+knobs.nvidia.tf32_ldmatrix; on by default since the H200 verified it:
+tests/gpu/test_tf32_ldmatrix_gpu.py).
 
 The bench's matmul (bench/bench_wgmma.py, the 2-warp tf32 configs that stay on mma.sync on
 sm_90) with row- and column-major operands: which operands go through ldmatrix (those whose K
@@ -160,3 +161,30 @@ def test_word_matrix_fits(op_idx, shape, vec, order, fits):
         for lane in range(32):
             row = offsets.apply(lane=4 * (lane // 4))["offset"]
             assert offsets.apply(lane=lane)["offset"] == row + lane % 4
+
+
+# ---- the loop's shared addressing, as Triton 3.6 has it ----------------------------------------
+def _address_registers(loop: str, instruction: str) -> list:
+    """The base register of each `instruction` address in the loop ([%r] or [%r+imm])."""
+    return re.findall(instruction + r"[^\[]*\[(%r\d+)(?:\+\d+)?\]", loop)
+
+
+@needs_ptxas
+def test_loop_addresses_share_registers_and_fold_constants():
+    """The H200's 32x64x32 config: Triton 3.6's loop reads B (row-major, 32 scalar loads)
+    from two address registers and A (8 ldmatrix.x4) from four, the rest immediates; ours was
+    at one register a load (a swizzle constant XORed whole, and each typed GEP scaling its
+    offset inside the loop) and a remainder per stage index. Now: a swizzle constant's bits
+    outside the lane term are an add folded into the instruction (`[%r+imm]`), offsets are
+    scaled to bytes once, and the stage indices wrap by a compare and select."""
+    compiled, _, _ = compile_matmul(4096, 4096, 4096, (32, 64, 32), 2, 5, False, False,
+                                    stop_after=None)
+    ttgir, loop = compiled.asm["ttgir"], "\n".join(_loop(compiled.asm["ptx"]))
+    # B's buffer (N contiguous, read a K row per quad lane): 8-element groups over 4 phases
+    assert "#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 4, order = [1, 0]}>" in ttgir
+    loads = _address_registers(loop, r"ld\.shared")
+    matrices = _address_registers(loop, r"ldmatrix")
+    assert len(loads) == 32 and len(set(loads)) <= 6, sorted(set(loads))
+    assert len(matrices) == 8 and len(set(matrices)) == 4, matrices     # one per K step
+    assert re.search(r"ldmatrix[^\[]*\[%r\d+\+2048\]", loop)             # the second M tile
+    assert "rem.s32" not in loop and "arith.remsi" not in ttgir.split("scf.for")[1]
