@@ -61,6 +61,30 @@ class Config:
         return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
 
 
+#: Argument types that have no dtype (skipped without a failing attribute lookup, which costs
+#: an exception per argument and launch)
+_PLAIN_TYPES = frozenset({int, float, bool, str, type(None)})
+#: str(dtype) by dtype object (torch and numpy dtypes are hashable and few)
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_names(values) -> list:
+    """str(v.dtype) of each value that has a dtype, in order (the arrays of a launch)."""
+    names = []
+    for v in values:
+        if type(v) in _PLAIN_TYPES or not hasattr(v, "dtype"):
+            continue
+        dtype = v.dtype
+        try:
+            name = _DTYPE_NAMES.get(dtype)
+            if name is None:
+                name = _DTYPE_NAMES[dtype] = str(dtype)
+        except TypeError:               # an unhashable dtype-like value
+            name = str(dtype)
+        names.append(name)
+    return names
+
+
 class Autotuner(KernelInterface):
     """A kernel whose meta-parameters are chosen per key by timing configs (see module doc)."""
 
@@ -91,6 +115,11 @@ class Autotuner(KernelInterface):
         self.cache: dict = {}            # key tuple -> best Config
         self.configs_timings: dict = {}  # Config -> ms (last tuning run)
         self.best_config = None
+        #: where each `key` argument sits among the parameters (the launch's fast path reads
+        #: them from the positional arguments when they are there)
+        self._key_positions = tuple(self.arg_names.index(k) for k in self.keys)
+        self._needed_positional = max(self._key_positions, default=-1) + 1
+        self._launch_kwargs: dict = {}   # id(Config) -> (Config, its all_kwargs())
         self.__name__ = fn.__name__
         self.env = AutotuneEnv.from_environ()
 
@@ -104,8 +133,7 @@ class Autotuner(KernelInterface):
     def tuning_key(self, named: dict) -> tuple:
         """The values of the `key` arguments plus the dtypes of every array argument."""
         values = [named[k] for k in self.keys if k in named]
-        values += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
-        return tuple(values)
+        return tuple(values + _dtype_names(named.values()))
 
     def prune_configs(self, named: dict) -> list:
         """Configs left after `early_config_prune` and the `perf_model`'s `top_k`."""
@@ -125,18 +153,36 @@ class Autotuner(KernelInterface):
 
     # -- launching ------------------------------------------------------------------------------
 
+    def _launch_key(self, args, kwargs) -> tuple:
+        """`tuning_key` of these arguments without building their name map when every `key`
+        argument is positional (the common launch): the same tuple."""
+        if len(args) < self._needed_positional or (kwargs and not kwargs.keys().isdisjoint(
+                self.keys)):
+            return self.tuning_key(self._named(args, kwargs))
+        values = [args[i] for i in self._key_positions] + _dtype_names(args)
+        if kwargs:
+            values += _dtype_names(kwargs.values())
+        return tuple(values)
+
+    def _config_kwargs(self, config: Config) -> dict:
+        """`config.all_kwargs()`, built at the config's first launch and kept (a launch merges
+        it every time; a Config is not expected to change once it launches)."""
+        entry = self._launch_kwargs.get(id(config))
+        if entry is None or entry[0] is not config:
+            entry = self._launch_kwargs[id(config)] = (config, config.all_kwargs())
+        return entry[1]
+
     def run(self, *args, grid, **kwargs):
         """Launch with the best config for these arguments (tuning it first if new)."""
-        named = self._named(args, kwargs)
-        key = self.tuning_key(named)
+        key = self._launch_key(args, kwargs)
         config = self.cache.get(key)
         if config is None:
-            config = self._choose(args, grid, kwargs, named)
+            config = self._choose(args, grid, kwargs, self._named(args, kwargs))
             self.cache[key] = config
         self.best_config = config
-        full = self._merge(config, kwargs)
+        full = self._merge(config, kwargs) if kwargs else self._config_kwargs(config)
         if config.pre_hook:
-            config.pre_hook({**named, **full})
+            config.pre_hook({**self._named(args, kwargs), **full})
         # `fn[grid](...)`, the same launch as `fn.run(..., grid=grid)`: a jit function's fast
         # launch takes a cache hit in ~2 us where `run` re-binds every argument (~15 us), and
         # tutorial 03's 256^3 matmul is a 3 us kernel
@@ -148,7 +194,7 @@ class Autotuner(KernelInterface):
             raise ValueError(f"{self.__name__}: meta-parameter(s) {', '.join(clash)} are set "
                              f"both by the launch and by the autotuning configs; pass them in "
                              f"one place only")
-        return {**kwargs, **config.all_kwargs()}
+        return {**kwargs, **self._config_kwargs(config)}
 
     def _choose(self, args, grid, kwargs, named) -> Config:
         configs = self.prune_configs(named)

@@ -260,3 +260,28 @@ def test_perf_report_tables(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "demo:" and printed[1].split() == ["size", "A", "B"]
     assert printed[3].split() == ["8", "80", "81"]
+
+
+def test_the_launch_key_is_the_tuning_key_in_every_argument_form():
+    """A launch reads the key from the positional arguments without building the name map
+    (the host cost of a tuned launch, tutorial 03's 256^3 point); it must be the same tuple
+    `tuning_key` gives, whichever way the arguments come."""
+    tuned = compiler.autotune(CONFIGS, key=["n"])(JITFunction(add_one.fn))
+    x16, x32 = np.zeros(4, np.float16), np.zeros(4, np.float32)
+    forms = [((x16, x32, 200), {}), ((x16,), {"out_ptr": x32, "n": 200}),
+             ((x16, x32), {"n": 200}), ((x16, x32, 7), {"BLOCK": 32})]
+    for args, kwargs in forms:
+        expected = tuned.tuning_key(tuned._named(args, kwargs))
+        assert tuned._launch_key(args, kwargs) == expected
+    assert tuned._launch_key((x16, x32, 200), {}) == (200, "float16", "float32")
+    assert tuned._launch_key((3, 2.5, 200), {}) == (200,)       # plain values have no dtype
+
+
+def test_config_launch_kwargs_are_built_once_per_config():
+    """A launch merges its config's all_kwargs(), built at the config's first launch and kept
+    (a Config is not expected to change once it launches)."""
+    tuned = compiler.autotune(CONFIGS[:1], key=["n"])(JITFunction(add_one.fn))
+    first = tuned._config_kwargs(CONFIGS[0])
+    assert first == CONFIGS[0].all_kwargs() and tuned._config_kwargs(CONFIGS[0]) is first
+    other = Config({"BLOCK": 16}, num_warps=1)
+    assert tuned._config_kwargs(other) == other.all_kwargs()
