@@ -232,18 +232,38 @@ def _through_shared(ctx, values, plan, src, dst) -> list:
     ty = values[0].type
     src_offsets, dst_offsets = swizzle.offsets_of(src), swizzle.offsets_of(dst)
     dst_registers = dst.in_dim_size("register")
+    stmatrix_mode = _stmatrix_mode(ctx, plan, src_offsets, ty)
     got: dict = {}
     for index in range(swizzle.rounds):
         barrier(b)
-        _store_registers(ctx, base, src, src_offsets, swizzle.src_vec_bits, plan.elem_bytes,
-                         values, swizzle.round_registers(len(values), swizzle.src_round_bits,
-                                                         index), swizzle.src_round_bits)
+        if stmatrix_mode is not None:
+            from .matrix_memory import stmatrix_offsets
+            stmatrix_offsets(ctx, base, src_offsets, stmatrix_mode, ty, values)
+        else:
+            _store_registers(ctx, base, src, src_offsets, swizzle.src_vec_bits,
+                             plan.elem_bytes, values, swizzle.round_registers(
+                                 len(values), swizzle.src_round_bits, index),
+                             swizzle.src_round_bits)
         barrier(b)
         got.update(_load_register_groups(
             ctx, base, dst, dst_offsets, swizzle.dst_vec_bits, plan.elem_bytes, ty,
             swizzle.round_registers(dst_registers, swizzle.dst_round_bits, index),
             swizzle.dst_round_bits))
     return [got[first] for first in _register_map_within(dst)]
+
+
+def _stmatrix_mode(ctx, plan, src_offsets, ty: ir.Type):
+    """Whether a conversion's stores go by stmatrix, and in which form (False plain, True
+    `.trans`; None: the plan's vector stores). Where the buffer has the source's register pair
+    and lanes 0-1 as a 16-byte row (an mma accumulator into a layout that reads 8 elements
+    wide, the epilogue's conversion), one stmatrix.x4 writes what took eight 4-byte stores
+    (Triton gets the same 16 bytes a lane with st.shared.v4 and an ldmatrix read). sm_90+,
+    16-bit values, one round (every register), vector stores of at most one register pair."""
+    if ctx.arch < 90 or plan.elem_bytes != 2 or plan.swizzle.rounds != 1 or \
+            isinstance(ty, ir.PointerType) or len(plan.swizzle.src_vec_bits) > 1:
+        return None
+    from .matrix_memory import offsets_matrix_mode
+    return offsets_matrix_mode(src_offsets)
 
 
 def _bit_mask(bits) -> int:

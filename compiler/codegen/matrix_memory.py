@@ -51,7 +51,13 @@ def matrix_mode(shared_layout, operand_type: TensorType):
     address" on the GPU)."""
     if operand_type.element.width != 16 or operand_type.rank != 2:
         return None
-    regs, lanes, warps = _offset_bases(operand_offsets(shared_layout, operand_type))
+    return offsets_matrix_mode(operand_offsets(shared_layout, operand_type))
+
+
+def offsets_matrix_mode(offsets):
+    """`matrix_mode` of an offsets map (register, lane, warp) -> element offset of 16-bit
+    elements: False (plain), True (`.trans`) or None (no 8x8 matrices of 16-byte rows)."""
+    regs, lanes, warps = _offset_bases(offsets)
     if len(regs) < 1 or len(lanes) != 5:
         return None
     for trans, row_bases, rest in ((False, [regs[0], lanes[0], lanes[1]], regs[1:] + lanes[2:]),
@@ -138,7 +144,8 @@ def _row_addresses(offsets, trans: bool, firsts: list):
     return LinearLayout(bases, {"offset": offsets.out_dim_size("offset")})
 
 
-def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, tensor: TensorType) -> tuple:
+def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, elem_ty: ir.Type,
+                    elem_bytes: int) -> tuple:
     """Each lane's row address for one ldmatrix / stmatrix of the matrices starting at the
     registers `firsts`, as (address, constant byte offset): the lane's row and warp's part
     (`_row_addresses`) XOR the first matrix's offset, a constant. The constant's bits that
@@ -149,8 +156,8 @@ def _matrix_address(ctx, base, offsets, trans: bool, firsts: list, tensor: Tenso
     term = ctx.indexer.thread_term(_row_addresses(offsets, trans, firsts))
     first = offsets.apply(register=firsts[0])["offset"]
     swizzled = first & term[1] if term is not None else 0
-    address = shared_element_address(b, base, xor_const(b, term, swizzled), llvm_type(tensor))
-    return address, (first & ~swizzled) * (tensor.element.width // 8)
+    address = shared_element_address(b, base, xor_const(b, term, swizzled), elem_ty)
+    return address, (first & ~swizzled) * elem_bytes
 
 
 def _matrix_groups(slot_indices: list, words: bool) -> list:
@@ -183,7 +190,8 @@ def ldmatrix_registers(ctx, base, shared_layout, operand_type: TensorType,
     elem_ty = llvm_type(operand_type)
     values = []
     for firsts in _matrix_groups(slot_indices, words):
-        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, operand_type)
+        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, elem_ty,
+                                               operand_type.element.width // 8)
         loaded = _ldmatrix(ctx, address, len(firsts), trans, byte_offset)
         values += unpack_words(ctx.builder, loaded, elem_ty, len(loaded) * (1 if words else 2))
     return values
@@ -226,10 +234,17 @@ def stmatrix_registers(ctx, base, shared_layout, value_type: TensorType, values:
     by stmatrix (the pair must pass `stmatrix_fits`), four matrices at a time where the
     registers allow; addresses as in `ldmatrix_registers`. Threads holding the same element
     write the same value."""
-    b = ctx.builder
     offsets = operand_offsets(shared_layout, value_type)
-    trans = matrix_mode(shared_layout, value_type)
+    stmatrix_offsets(ctx, base, offsets, matrix_mode(shared_layout, value_type),
+                     llvm_type(value_type), values)
+
+
+def stmatrix_offsets(ctx, base, offsets, trans: bool, elem_ty: ir.Type, values: list) -> None:
+    """Every register (16-bit values) written by stmatrix to the shared buffer at `base`, by
+    an offsets map (register, lane, warp) -> element offset that passes `offsets_matrix_mode`
+    (`trans` is what it returned): four matrices at a time where the registers allow."""
+    b = ctx.builder
     for firsts in _matrix_groups(list(range(len(values))), False):
-        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, value_type)
+        address, byte_offset = _matrix_address(ctx, base, offsets, trans, firsts, elem_ty, 2)
         words = pack_words(b, values[firsts[0]:firsts[0] + 2 * len(firsts)], 32)
         _stmatrix(ctx, address, words, trans, byte_offset)

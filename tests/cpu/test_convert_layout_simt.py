@@ -134,3 +134,26 @@ def test_a_conversion_that_cannot_be_lowered_names_the_op_and_both_layouts():
     assert "ttg.convert_layout" in message and ".ttgir:" in message      # file:line
     assert "warpsPerCTA = [4, 2]" in message and "warpsPerCTA = [4, 1]" in message
     assert "spreads over 8 warps but the kernel has 4" in message
+
+
+EPILOGUE = ("#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
+            "order = [1, 0]}>")
+
+
+@pytest.mark.parametrize("acc", ["mma_v2", "mma_v3"])
+@pytest.mark.parametrize("arch", [90, 80])
+def test_epilogue_conversion_stores_by_stmatrix_on_sm90(acc, arch):
+    """An f16 accumulator into a layout that reads 8 elements a thread (the matmul epilogue's
+    conversion): on sm_90 one stmatrix.x4 writes what took eight 4-byte stores (Triton writes
+    those 16 bytes a lane with st.shared.v4 and reads them by ldmatrix), and the loads stay
+    16 bytes wide; sm_80 has no stmatrix and keeps its stores. Every element comes back."""
+    text = _kernel(acc, "rows", "f16").replace(f"#y = {LOAD}", f"#y = {EPILOGUE}")
+    text = text.replace('ttg.target = "cuda:90"', f'ttg.target = "cuda:{arch}"')
+    kernel = lower_module(parse_module(text), LoweringOptions(optimize=False, arch=arch))
+    ir_text = str(kernel.llvm_ir)
+    # the #x -> #y conversion (64x64 f16, 4 warps: 32 registers a thread, 4 x4 matrices)
+    assert ir_text.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == (4 if arch == 90 else 0)
+    data = np.arange(M * N).reshape(M, N).astype(np.float16)
+    out = np.zeros_like(data)
+    memory = run_kernel(kernel, (1,), [data, out])
+    np.testing.assert_array_equal(memory.read(1, out), data)
