@@ -7,6 +7,10 @@
 #                 CASES="tf32-4096 ..." keeps some)
 #       attention bench/bench_attention.py (D64/D128, causal and not: best of one list)
 #       tutorials bench/tutorials_vs_triton.py over REFS (Triton's tutorial files), POINTS x values
+#       compat    Triton's suite, full (no sampling), the shards in SHARDS (e.g. "0/3 1/3": about
+#                 4 device minutes each for ours; RUNNER: the triton-compat folder, REFS: Triton's
+#                 files); merge the shards' folders afterwards, on any machine, with
+#                 run_test_core.py --summarize OUT/compat_0_3,OUT/compat_1_3,... --out DIR
 #       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path, the in-flight wgmma loop, fp8 FMA dots, descriptors, layer norm's locked backward), then
 #                 Triton's test_dot tf32/int8 cases (the part testdot; RUNNER: the
 #                 triton-compat folder)
@@ -36,9 +40,15 @@ case $part in
         tests/gpu/test_layernorm_backward_gpu.py 2>&1 \
         | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
     bash "$0" testdot "$out" ;;
+  compat)
+    for shard in ${SHARDS:?set SHARDS, e.g. "0/3 1/3"}; do
+      timeout ${SHARD_TIMEOUT:-290} python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
+          --mode gpu --xdist ${XDIST:-15} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
+          --shard "$shard" --out "$out/compat_${shard/\//_}" 2>&1 | tail -2
+    done ;;
   testdot)
     timeout 240 python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
         --mode gpu --xdist ${XDIST:-8} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
         --files test_core.py --out "$out/test_dot" -- -k "test_dot and (tf32 or int8)" 2>&1 | grep "^passed" ;;
-  *) echo "unknown part '$part' (tier, matmul, attention, tutorials, pending, testdot)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (tier, matmul, attention, tutorials, compat, pending, testdot)" >&2; exit 2 ;;
 esac
