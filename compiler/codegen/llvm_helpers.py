@@ -63,6 +63,18 @@ def byte_width(t: Type) -> int:
     return max(1, t.width // 8)
 
 
+def llvm_byte_width(t: ir.Type) -> int:
+    """Bytes one scalar of LLVM type `t` takes in memory (`byte_width` for the IR's types)."""
+    if isinstance(t, ir.IntType):
+        return max(1, t.width // 8)
+    if isinstance(t, ir.PointerType):
+        return 8
+    sizes = {ir.HalfType: 2, BFloatType: 2, ir.FloatType: 4, ir.DoubleType: 8}
+    if type(t) not in sizes:
+        raise NotImplementedError(f"no memory size for the LLVM type {t}")
+    return sizes[type(t)]
+
+
 def const(ty: ir.Type, value) -> ir.Constant:
     """An LLVM constant of `ty`."""
     return ir.Constant(ty, value)

@@ -20,8 +20,8 @@ from compiler.analysis.layout_to_linear import (LayoutConversionError, identity_
                                                 to_linear_layout)
 from compiler.ir.types import TensorType
 
-from .llvm_helpers import (I64, barrier, from_memory, i32, inline_ptx, llvm_type, memory_type,
-                           shuffle_idx, to_memory)
+from .llvm_helpers import (I64, barrier, from_memory, i32, inline_ptx, llvm_byte_width, llvm_type,
+                           memory_type, shuffle_idx, to_memory)
 from .registry import lowers
 
 
@@ -88,22 +88,12 @@ def _loaded(builder, value, ty):
     return from_memory(builder, value, ty)
 
 
-def _byte_size(t: ir.Type) -> int:
-    """Bytes of an LLVM scalar type as shared memory holds it."""
-    if isinstance(t, ir.IntType):
-        return max(1, t.width // 8)
-    if isinstance(t, ir.PointerType):
-        return 8
-    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}.get(type(t), 2)  # bf16: 2
-
-
 def shared_element_address(b, base, offset, elem_ty: ir.Type):
     """The address of element `offset` (i32) of the shared array at `base` of `elem_ty`, as an
     i8 GEP over the offset scaled to bytes by an instruction of its own: a loop-invariant offset
     is then scaled once, outside the loop, where a typed GEP scales it at every use inside."""
-    size = _byte_size(elem_ty)
-    scaled = offset if size == 1 else b.shl(offset, i32(size.bit_length() - 1)) \
-        if size & (size - 1) == 0 else b.mul(offset, i32(size))
+    shift = llvm_byte_width(elem_ty).bit_length() - 1      # sizes are 1, 2, 4 or 8 bytes
+    scaled = b.shl(offset, i32(shift)) if shift else offset
     return b.gep(base, [scaled], source_etype=ir.IntType(8))
 
 
@@ -233,11 +223,11 @@ def _through_shared(ctx, values, plan, src, dst) -> list:
     src_offsets, dst_offsets = swizzle.offsets_of(src), swizzle.offsets_of(dst)
     dst_registers = dst.in_dim_size("register")
     stmatrix_mode = _stmatrix_mode(ctx, plan, src_offsets, ty)
+    from .matrix_memory import stmatrix_offsets
     got: dict = {}
     for index in range(swizzle.rounds):
         barrier(b)
         if stmatrix_mode is not None:
-            from .matrix_memory import stmatrix_offsets
             stmatrix_offsets(ctx, base, src_offsets, stmatrix_mode, ty, values)
         else:
             _store_registers(ctx, base, src, src_offsets, swizzle.src_vec_bits,

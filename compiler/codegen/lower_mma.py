@@ -2,7 +2,7 @@
 operands read from shared memory by `ldmatrix` (compiler.codegen.matrix_memory); m16n8k8 tf32
 and m16n8k32 s8 (int8, accumulating in s32 with `.satfinite`), whose operands are read from
 their shared buffers by ordinary (vector) loads from the linear layouts. With the
-`tf32_ldmatrix` option (off until the H200 verifies it), a tf32 operand whose K is its
+`tf32_ldmatrix` option (on by default since the H200 verified it), a tf32 operand whose K is its
 buffer's contiguous dim (A row-major, B column-major) is read by plain ldmatrix instead: an
 8x8 b16 matrix is 8 rows of 4 tf32 words, lane l receiving word (l / 4, l % 4), which is the
 m16n8k8 fragment's (groupID, threadID_in_group); one x4 is an A fragment (a0..a3: rows 0-7 /
@@ -21,6 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from compiler.analysis import layouts
+from compiler.ir.types import FloatType
 
 from .llvm_helpers import F16, inline_ptx, pack_words, unpack_words
 from .lower_convert import read_buffer_registers
@@ -87,7 +88,8 @@ def _by_ldmatrix(ctx, shared_layout, operand_type) -> bool:
     allows (`word_matrix_fits`); else by vector loads."""
     if matrix_mode(shared_layout, operand_type) is not None:
         return True
-    return ctx.tf32_ldmatrix and str(operand_type.element) == "f32" and \
+    element = operand_type.element
+    return ctx.tf32_ldmatrix and isinstance(element, FloatType) and element.kind == "f32" and \
         word_matrix_fits(shared_layout, operand_type)
 
 

@@ -10,6 +10,7 @@ import textwrap
 
 import compiler.dialects  # noqa: F401
 from compiler.dialects.scf import ForOp
+from compiler.dialects.ttng import WarpGroupDotOp, WarpGroupDotWaitOp
 from compiler.ir import parse_module, print_module
 from compiler.ir.verifier import verify_module
 from compiler.passes.wgmma_waits import relax_dot_waits
@@ -65,7 +66,7 @@ def test_a_result_read_at_once_is_waited_for_at_once():
         CHECK-NEXT: ttng.warp_group_dot_wait %d {pendings = 0 : i32}
         CHECK-NEXT: arith.mulf
     """)
-    assert released.name == "ttng.warp_group_dot_wait"
+    assert isinstance(released, WarpGroupDotWaitOp)
 
 
 def test_an_accumulator_chain_keeps_its_group_in_flight():
@@ -98,7 +99,7 @@ def test_an_accumulator_chain_after_a_complete_wait_loses_its_wait():
         CHECK-NEXT: scf.yield %d
     """)
     assert text.count("warp_group_dot_wait") == 1
-    assert released.name == "ttng.warp_group_dot"
+    assert isinstance(released, WarpGroupDotOp)
 
 
 def test_a_rescaled_accumulator_joins_the_wait_ahead_of_its_reader():
@@ -116,7 +117,7 @@ def test_a_rescaled_accumulator_joins_the_wait_ahead_of_its_reader():
         CHECK-NEXT: %p = ttng.warp_group_dot {{.*}} {isAsync = true}
         CHECK-NEXT: scf.yield %p
     """)
-    assert released.name == "ttng.warp_group_dot"
+    assert isinstance(released, WarpGroupDotOp)
 
 
 def test_a_carried_accumulator_read_before_any_dot_gets_a_new_wait():
