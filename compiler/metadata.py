@@ -29,6 +29,10 @@ class KernelMetadata:
     shared: int = 0
     target_name: str = ""          # the module's `ttg.target`, e.g. "cuda:90"
     arg_kinds: tuple = ()
+    #: bytes of global scratch memory each program needs (device-side tensor maps), which the
+    #: launch allocates for the grid and passes as a last, hidden kernel argument
+    global_scratch_size: int = 0
+    global_scratch_align: int = 1
 
     @property
     def target(self):
@@ -57,7 +61,9 @@ class KernelMetadata:
         return cls(name=name, num_warps=int(value("ttg.num-warps", 0)),
                    threads_per_warp=int(value("ttg.threads-per-warp", 32)),
                    num_ctas=int(value("ttg.num-ctas", 1)), shared=int(value("ttg.shared", 0)),
-                   target_name=str(value("ttg.target", "")))
+                   target_name=str(value("ttg.target", "")),
+                   global_scratch_size=int(value("ttg.global_scratch_memory_size", 0)),
+                   global_scratch_align=int(value("ttg.global_scratch_memory_alignment", 1)))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "KernelMetadata":

@@ -129,7 +129,8 @@ def language_kernel_ttir() -> dict[str, str]:
 def tma_kernel_ir() -> dict[str, str]:
     """The descriptor matmul of tests/cpu/test_tma.py compiled with TMA for sm_90: its ttir
     (`tt.descriptor_load/store`), its pipelined ttgir (the TMA ring and its mbarriers) and its
-    unpipelined ttgir (tma-lowering's in-place copies, barrier init/inval, the TMA store)."""
+    unpipelined ttgir (tma-lowering's in-place copies, barrier init/inval, the TMA store); and
+    tests/cpu/test_device_tma.py's matmul over device-side descriptors (ttir and ttgir)."""
     import numpy as np
 
     from compiler.ir import print_module
@@ -147,6 +148,12 @@ def tma_kernel_ir() -> dict[str, str]:
                                target={"arch": 90, "tma": True})[0]
         out[f"tma_matmul.s{stages}.ttir"] = print_module(compiled.ttir_module)
         out[f"tma_matmul.s{stages}.ttgir"] = print_module(compiled.ttgir_module)
+    # device-side descriptors: tt.make_tensor_descriptor, and the tensor maps tma-lowering
+    # builds in global scratch memory
+    from tests.cpu.test_device_tma import _matmul
+    device = _matmul("ttgir", 128, 128, 128, 64, 64, 64)
+    out["device_tma_matmul.ttir"] = print_module(device.ttir_module)
+    out["device_tma_matmul.ttgir"] = print_module(device.ttgir_module)
     return out
 
 

@@ -21,11 +21,14 @@ from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, His
                                   PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
 from compiler.dialects.ttg import (MEMDESC_VIEWS, ConvertLayoutOp, LocalAllocOp, LocalLoadOp,
                                    MemDescType, NVMMASharedEncoding)
+from compiler.dialects.ttng import TensormapCreateOp
 from compiler.ir.core import Operation
 from compiler.ir.traits import LoopLike, SharedMemoryScratch
 from compiler.ir.types import FloatType, IntegerType, TensorType
 
 ALIGNMENT = 16
+#: a tensor map's bytes and the alignment `tensormap.replace` needs of one in shared memory
+TENSOR_MAP_ALIGNMENT = 128
 
 
 def byte_width(t) -> int:
@@ -74,7 +77,8 @@ def scratch_bytes(op: Operation) -> int:
     atomic_rmw / atomic_cas with a scalar result that is used: one element, to broadcast it to
       all threads (an unused one, a lock's release say, is not broadcast);
     gather: the whole source (it is written to shared memory and read at the indices);
-    histogram: one i32 counter per bin."""
+    histogram: one i32 counter per bin;
+    tensormap_create: the 128-byte tensor map it builds before copying it to global memory."""
     if not op.has_trait(SharedMemoryScratch):
         return 0
     if isinstance(op, (ConvertLayoutOp, TransOp, ReshapeOp)):
@@ -93,6 +97,8 @@ def scratch_bytes(op: Operation) -> int:
     if isinstance(op, GatherOp):
         src = op.operands[0].type
         return _numel(src.shape) * byte_width(src)
+    if isinstance(op, TensormapCreateOp):
+        return TENSOR_MAP_ALIGNMENT
     if isinstance(op, HistogramOp):
         return _numel(op.results[0].type.shape) * 4
     if isinstance(op, (AtomicRMWOp, AtomicCASOp)) and not isinstance(
@@ -203,7 +209,9 @@ def buffers(func: Operation) -> list[Buffer]:
             continue
         size = scratch_bytes(op)
         if size:
-            out.append(Buffer(op, _align(size), index[op], index[op], "scratch"))
+            align = TENSOR_MAP_ALIGNMENT if isinstance(op, TensormapCreateOp) else ALIGNMENT
+            out.append(Buffer(op, _align(size, align), index[op], index[op], "scratch",
+                              align=align))
     return out
 
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from compiler.dialects import ttng
+from compiler.dialects import ttg, ttng
 
-from .llvm_helpers import i32, inline_ptx, special_register
+from .lowering_errors import LoweringError
+from .llvm_helpers import I64, barrier, i32, inline_ptx, special_register
 from .registry import lowers
 from .tma import tma_box
 
 VOID = ir.VoidType()
+#: bytes of a tensor map (CUtensorMap)
+TENSOR_MAP_BYTES = 128
 
 
 def _shared_address(ctx, value):
@@ -106,7 +109,8 @@ def lower_tma_load(ctx, op):
            f"[$1], [$2, {_coords_text(4, rank)}], [$3];")
     for offset, values in _messages(ctx, buf.type, coords):
         dst = base if offset == 0 else b.add(base, i32(offset))
-        _predicated(ctx, asm, "r,l,r" + ",r" * rank, [dst, ctx.get(desc)[0], bar_address]
+        _predicated(ctx, asm, "r,l,r" + ",r" * rank, [dst, _generic(ctx, ctx.get(desc)[0]),
+                                                      bar_address]
                     + values, leader)
 
 
@@ -124,7 +128,8 @@ def lower_tma_store(ctx, op):
            f"[$1, {_coords_text(3, rank)}], [$2];")
     for offset, values in _messages(ctx, buf.type, coords):
         src = base if offset == 0 else b.add(base, i32(offset))
-        _predicated(ctx, asm, "l,r" + ",r" * rank, [ctx.get(desc)[0], src] + values, leader)
+        _predicated(ctx, asm, "l,r" + ",r" * rank, [_generic(ctx, ctx.get(desc)[0]), src]
+                    + values, leader)
     _predicated(ctx, "cp.async.bulk.commit_group;", "", [], leader)
 
 
@@ -139,3 +144,96 @@ def lower_tma_store_wait(ctx, op):
 def lower_fence_async_shared(ctx, op):
     """`fence.proxy.async.shared::cta`."""
     inline_ptx(ctx.builder, VOID, "fence.proxy.async.shared::cta;", "", [])
+
+
+# ---- device-side tensor maps ------------------------------------------------------------------
+def _generic(ctx, pointer):
+    """A global pointer as a generic address (cvta.global), as the TMA and fence instructions
+    take a tensor map's address."""
+    if getattr(pointer.type, "addrspace", 0) == 1:
+        return ctx.builder.addrspacecast(pointer, ir.PointerType())
+    return pointer
+
+
+@lowers(ttg.GlobalScratchAllocOp)
+def lower_global_scratch_alloc(ctx, op):
+    """The program's bytes of the kernel's global scratch buffer (its last, hidden parameter):
+    base + linear program id * slice size + the alloc's offset."""
+    offset = op.attributes.get("ttg.global_scratch_memory_offset")
+    if offset is None or ctx.global_scratch is None:
+        raise LoweringError(f"{op.name} has no place in global scratch memory: run the "
+                            f"global-scratch-allocation pass after tma-lowering")
+    b = ctx.builder
+    x, y, z = (special_register(b, f"ctaid.{a}") for a in "xyz")
+    nx, ny = (special_register(b, f"nctaid.{a}") for a in "xy")
+    program = b.zext(b.add(x, b.mul(nx, b.add(y, b.mul(ny, z)))), I64)
+    start = b.add(b.mul(program, ir.Constant(I64, ctx.global_scratch_size)),
+                  ir.Constant(I64, offset.value))
+    ctx.set(op.results[0], [b.gep(ctx.global_scratch, [start], source_etype=ir.IntType(8))])
+
+
+def _in_first_warp(ctx):
+    """i1: this thread is in warp 0."""
+    return ctx.builder.icmp_unsigned("<", special_register(ctx.builder, "tid.x"), i32(32))
+
+
+@lowers(ttng.TensormapCreateOp)
+def lower_tensormap_create(ctx, op):
+    """Warp 0 zeroes the op's 128-byte shared scratch (one word a lane), thread 0 fills in
+    every field with `tensormap.replace.tile.*.shared::cta` (a zeroed map is a valid start on
+    sm_90a), and warp 0 copies it to global memory with `tensormap.cp_fenceproxy ... release`.
+    Strides are in bytes: the H200 run of tests/gpu/test_device_tma_gpu.py gave right results
+    at PTX 8.4, 8.6 and 8.7 with ptxas 13.0 (Triton divides them by 16 for PTX 8.5 and
+    earlier, for the older ptxas such versions come with; that divided form read wrong)."""
+    b = ctx.builder
+    box = op.attributes["box_dim"].values
+    rank = len(box)
+    dims = [ctx.get(v)[0] for v in op.operands[2:2 + rank]]
+    strides = [ctx.get(v)[0] for v in op.operands[2 + rank:]]
+    smem = b.ptrtoint(ctx.scratch(TENSOR_MAP_BYTES), ir.IntType(32))
+    warp0 = _in_first_warp(ctx)
+    lane_word = b.add(smem, b.mul(special_register(b, "tid.x"), i32(4)))
+    _predicated(ctx, "st.shared.b32 [$1], $2;", "r,r", [lane_word, i32(0)], warp0)
+    inline_ptx(b, VOID, "bar.warp.sync -1;", "", [])
+
+    field = "tensormap.replace.tile.{}.shared::cta.b1024.{} [$1]"
+    lines, args, constraints = [], [smem], ["r"]
+
+    def operand(value, constraint):
+        args.append(value)
+        constraints.append(constraint)
+        return f"${len(args)}"
+
+    address = b.ptrtoint(ctx.get(op.operands[1])[0], I64)
+    lines.append(field.format("global_address", "b64") + f", {operand(address, 'l')};")
+    lines.append(field.format("rank", "b32") + f", {rank - 1};")
+    for i, size in enumerate(box):
+        lines.append(field.format("box_dim", "b32") + f", {i}, {size};")
+    for i, dim in enumerate(dims):
+        lines.append(field.format("global_dim", "b32") + f", {i}, {operand(dim, 'r')};")
+    for i, stride in enumerate(strides):
+        lines.append(field.format("global_stride", "b64") + f", {i}, {operand(stride, 'l')};")
+    for i in range(rank):
+        lines.append(field.format("element_stride", "b32") + f", {i}, 1;")
+    for name, key in (("elemtype", "elem_type"), ("interleave_layout", None),
+                      ("swizzle_mode", "swizzle_mode"), ("fill_mode", "fill_mode")):
+        code = op.attributes[key].value if key else 0
+        lines.append(field.format(name, "b32") + f", {code};")
+    _predicated(ctx, " @%p ".join(lines), ",".join(constraints), args, _leader(ctx))
+    inline_ptx(b, VOID, "bar.warp.sync -1;", "", [])
+    destination = ctx.get(op.operands[0])[0]
+    _predicated(ctx, "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu"
+                     f".sync.aligned [$1], [$2], {TENSOR_MAP_BYTES};", "l,r",
+                [destination, smem], warp0)
+
+
+@lowers(ttng.TensormapFenceproxyAcquireOp)
+def lower_tensormap_fenceproxy_acquire(ctx, op):
+    """Warp 0 acquires the written map for the tensor-map proxy (`fence.proxy.tensormap::
+    generic.acquire.gpu`; then an empty bulk group waited for, Triton's workaround for a
+    ptxas that drops the fence), and the CTA syncs so every warp may use it."""
+    address = _generic(ctx, ctx.get(op.operands[0])[0])
+    _predicated(ctx, f"fence.proxy.tensormap::generic.acquire.gpu [$1], {TENSOR_MAP_BYTES}; "
+                     "@%p cp.async.bulk.commit_group; @%p cp.async.bulk.wait_group.read 0;",
+                "l", [address], _in_first_warp(ctx))
+    barrier(ctx.builder)

@@ -304,6 +304,8 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     arg_types = [TENSOR_MAP_PTR if is_tensor_map(a) else
                  GLOBAL_PTR if isinstance(a.type, PointerType) else llvm_type(a.type)
                  for a in func_op.body.args]
+    if metadata.global_scratch_size:
+        arg_types.append(GLOBAL_PTR)    # the launch's global scratch buffer (hidden, last)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), name=name)
     fn.calling_convention = "ptx_kernel"
     fn.attributes.add("nounwind")
@@ -315,6 +317,11 @@ def _lower_module(ttgir_module: Module, options: LoweringOptions) -> LoweredKern
     ctx.ir_attributes = ttgir_module.attributes     # module-level switches (tt.profile.slots)
     ctx.arch = options.arch
     ctx.tf32_ldmatrix = options.tf32_ldmatrix
+    ctx.global_scratch = None
+    if metadata.global_scratch_size:
+        ctx.global_scratch = fn.args[-1]
+        ctx.global_scratch.name = "global_scratch"
+        ctx.global_scratch_size = metadata.global_scratch_size
     ctx.plan_local_buffers(func_op)
     for block_arg, llvm_arg, t in zip(func_op.body.args, fn.args, arg_types):
         llvm_arg.name = block_arg.loc.name() or f"arg{block_arg.index}"

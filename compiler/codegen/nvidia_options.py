@@ -70,6 +70,26 @@ class NvidiaOptions(BackendOptions):
         return f"+ptx{version}"
 
 
+#: the PTX `.version` that `tensormap.replace` needs (device-side tensor maps)...
+TENSORMAP_MIN_PTX_VERSION = 83
+#: ...and the one used for kernels that build tensor maps when no `ptx_version` is given
+#: (what Triton 3.6 emits with the CUDA 12.6+ ptxas it is tested with, or newer)
+TENSORMAP_PTX_VERSION = 86
+
+
+def tensormap_ptx_version(ptx_version: int | None) -> int:
+    """The PTX version of a kernel that builds tensor maps on the device: the options' own
+    (`ptx_version`; an OptionError when it predates `tensormap.replace`), else 8.6."""
+    if ptx_version is None:
+        return TENSORMAP_PTX_VERSION
+    if ptx_version < TENSORMAP_MIN_PTX_VERSION:
+        raise OptionError(f"tl.make_tensor_descriptor is copied by TMA here, which needs PTX "
+                          f"{TENSORMAP_MIN_PTX_VERSION / 10:.1f} or later (tensormap.replace), "
+                          f"but ptx_version={ptx_version} was given; use ptx_version >= "
+                          f"{TENSORMAP_MIN_PTX_VERSION} or tma=False")
+    return ptx_version
+
+
 def uses_tma(options) -> bool:
     """Whether a compile with `options` (None: a stand-in kernel without options) copies host
     tensor descriptors by TMA: the `tma` option on a target with TMA (sm_90 and later)."""

@@ -28,9 +28,11 @@ from compiler.stage_state import (CompileState, KernelMetadata, override_text,
 def default_pipeline(stage: str, options) -> str | None:
     """The stage's default pipeline for `options` (None: the manager's own default): a compile
     copying descriptors by TMA runs `tma-lowering` after the loop pipeliner (which copies the
-    descriptor loads it pipelines by TMA itself)."""
+    descriptor loads it pipelines by TMA itself), then `global-scratch-allocation` (the tensor
+    maps of device-side descriptors)."""
     if stage == "ttgir" and uses_tma(options):
-        return DEFAULT_PIPELINES["ttgir"].replace(",pipeline,", ",pipeline,tma-lowering,")
+        return DEFAULT_PIPELINES["ttgir"].replace(",pipeline,",
+                                                  ",pipeline,tma-lowering,global-scratch-allocation,")
     return None
 
 
@@ -123,16 +125,35 @@ def signed_as_declared(arg_kinds, specialization: dict) -> list:
             else kind for kind, entry in zip(arg_kinds, declared)]
 
 
+def builds_tensor_maps(state: CompileState) -> bool:
+    """Whether the kernel writes tensor maps on the device (`ttng.tensormap_create`)."""
+    from compiler.dialects.ttng import TensormapCreateOp
+    module = state.ttgir
+    return module is not None and any(isinstance(op, TensormapCreateOp) for op in module.walk())
+
+
 def ptx_arch(state: CompileState) -> str:
     """The PTX `.target` / ptxas `-arch`: the options' sm_XX, with the architecture-specific
-    `a` suffix (sm_90a) when the kernel uses features only that exact chip has (wgmma)."""
+    `a` suffix (sm_90a) when the kernel uses features only that exact chip has (wgmma,
+    tensormap.replace)."""
     from compiler.dialects.ttng import WarpGroupDotOp
     arch = state.options.ptx_arch
     module = state.ttgir
-    if module is not None and state.options.arch == 90 and \
-            any(isinstance(op, WarpGroupDotOp) for op in module.walk()):
+    if module is not None and state.options.arch == 90 and (
+            any(isinstance(op, WarpGroupDotOp) for op in module.walk())
+            or builds_tensor_maps(state)):
         return arch + "a"
     return arch
+
+
+def ptx_features(state: CompileState) -> str:
+    """The NVPTX features selecting the PTX `.version`: the options' (8.0 by default), or for a
+    kernel that builds tensor maps the version `tensormap.replace` needs
+    (`nvidia_options.tensormap_ptx_version`)."""
+    from compiler.codegen.nvidia_options import tensormap_ptx_version
+    if builds_tensor_maps(state):
+        return f"+ptx{tensormap_ptx_version(state.options.ptx_version)}"
+    return state.options.ptx_features
 
 
 def stage_ptx(state: CompileState) -> None:
@@ -144,7 +165,7 @@ def stage_ptx(state: CompileState) -> None:
     options = state.options
     kept, state.llvm_module = state.llvm_module, None     # emitting changes it: use it once
     state.ptx = text if text is not None else llvm_to_ptx(state.llir, ptx_arch(state),
-                                                          options.ptx_features, kept)
+                                                          ptx_features(state), kept)
     state.trace.stages["ptx"] = state.ptx
     state.trace.ttgir_to_ptx = {str(k): v for k, v in ptx_line_map(state.ptx).items()}
 

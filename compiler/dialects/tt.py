@@ -509,6 +509,34 @@ DescriptorStoreOp = define_op(
         "descriptor through its CUtensorMap; elements out of bounds are not written.")
 
 
+def _verify_make_tensor_descriptor(op):
+    """%base (a scalar pointer), then one i32 dim and one i64 element stride per dim of
+    `block_shape`; the result is the tensor map's address (`!tt.ptr<i8>`)."""
+    block = op.attributes.get("block_shape")
+    rank = len(block.values) if block is not None else 0
+    if not rank or len(op.operands) != 1 + 2 * rank:
+        raise VerificationError(op, f"takes a base pointer, {rank or 'N'} dims and "
+                                    f"{rank or 'N'} strides (one per dim of block_shape)")
+    if not op.operands[0].type.is_ptr or isinstance(op.operands[0].type, TensorType):
+        raise VerificationError(op, f"the base must be a scalar pointer, got "
+                                    f"{op.operands[0].type}")
+    if any(str(v.type) != "i32" for v in op.operands[1:1 + rank]) or \
+            any(str(v.type) != "i64" for v in op.operands[1 + rank:]):
+        raise VerificationError(op, "dims must be i32 and strides i64")
+    if not op.results[0].type.is_ptr:
+        raise VerificationError(op, f"the result must be a pointer, got {op.results[0].type}")
+
+
+MakeTensorDescriptorOp = define_op(
+    "MakeTensorDescriptorOp", "tt.make_tensor_descriptor", TypedOperands(), (),
+    _verify_make_tensor_descriptor, address=operand(0), block_shape=attr("block_shape"),
+    padding=attr("padding", default=None),
+    doc="`tt.make_tensor_descriptor %base, %dims..., %strides... {block_shape, padding}`: a "
+        "device-side tensor descriptor of the tensor at `base` (element strides, the last 1) "
+        "for `block_shape` blocks, as the address of its tensor map; `tma-lowering` builds "
+        "the map in global scratch memory (`ttng.tensormap_create`).")
+
+
 ATOMIC_RMW_KINDS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
 
 
@@ -769,6 +797,7 @@ ProfileExitOp.kind = 1
 set_counts([FuncOp], operands=0, results=0, regions=1)
 set_counts([DescriptorLoadOp], operands=(2, None), results=1)
 set_counts([DescriptorStoreOp], operands=(3, None), results=0)
+set_counts([MakeTensorDescriptorOp], operands=(3, None), results=1)
 set_counts([ReturnOp, ReduceReturnOp, ScanReturnOp], operands=ANY, results=0)
 set_counts([CallOp], operands=ANY, results=ANY)
 set_counts([GetProgramIdOp, GetNumProgramsOp, MakeRangeOp], operands=0, results=1)

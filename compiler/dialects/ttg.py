@@ -18,7 +18,7 @@ from compiler.ir.attributes import DenseArrayAttr
 from compiler.ir.core import Operation, register_op
 from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
-from compiler.ir.syntax import Convert, OperandTypes, Syntax
+from compiler.ir.syntax import Convert, OperandTypes, Syntax, TypedOperands
 from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
                                 SharedMemoryScratch)
 from compiler.ir.types import FunctionType, TensorType, Type, shape_of
@@ -779,6 +779,24 @@ SHARED = (SwizzledSharedEncoding, NVMMASharedEncoding)
 TTG.add_module_check(_verify_layouts)
 
 
+def _verify_global_scratch_alloc(op):
+    if not op.results[0].type.is_ptr:
+        raise VerificationError(op, f"the result must be a pointer, got {op.results[0].type}")
+    for key in ("nbytes", "alignment"):
+        value = op.attributes.get(key)
+        if value is None or value.value <= 0:
+            raise VerificationError(op, f"needs a positive '{key}'")
+
+
+GlobalScratchAllocOp = define_op(
+    "GlobalScratchAllocOp", "ttg.global_scratch_alloc", TypedOperands(), (),
+    _verify_global_scratch_alloc, nbytes=attr("nbytes"), alignment=attr("alignment"),
+    offset=attr("ttg.global_scratch_memory_offset", default=None),
+    doc="`ttg.global_scratch_alloc {nbytes, alignment}`: `nbytes` of global memory private to "
+        "the program, in the kernel's global scratch buffer (one slice per program, which the "
+        "launch allocates); `global-scratch-allocation` gives it its offset in the slice.")
+
+
 # ---- operand and result counts (checked before the verifiers above run) ------------------------
 set_counts([ConvertLayoutOp, LocalLoadOp], operands=1, results=1)
 set_counts([LocalAllocOp], operands=(0, 1), results=1)
@@ -787,5 +805,6 @@ set_counts([LocalDeallocOp], operands=1, results=0)
 set_counts([BarrierOp, AsyncCommitGroupOp, AsyncWaitOp], operands=0, results=0)
 set_counts([MemDescIndexOp], operands=2, results=1)
 set_counts([MemDescTransOp], operands=1, results=1)
+set_counts([GlobalScratchAllocOp], operands=0, results=1)
 set_attribute_kinds([MemDescTransOp], order=DenseArrayAttr)
 set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=0)

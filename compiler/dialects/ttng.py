@@ -18,7 +18,8 @@ from __future__ import annotations
 from compiler.ir.accessors import attr, operand
 from compiler.ir.parser import OpParts
 from compiler.ir.syntax import Syntax, TypedOperands
-from compiler.ir.traits import LayoutAnchor, LayoutBarrier, MemoryRead, MemoryWrite
+from compiler.ir.traits import (LayoutAnchor, LayoutBarrier, MemoryRead, MemoryWrite,
+                                SharedMemoryScratch)
 from compiler.dialects.ttg import MemDescType
 from compiler.ir.types import TensorType
 from compiler.ir.verifier_errors import VerificationError
@@ -185,8 +186,68 @@ FenceAsyncSharedOp = define_op(
     doc="`ttng.fence_async_shared`: order the threads' generic-proxy shared-memory accesses "
         "before later async-proxy ones (fence.proxy.async.shared::cta).")
 
+# ---- device-side tensor maps ---------------------------------------------------------------
+#: PTX's `tensormap.replace .elemtype` codes (the CUtensorMapDataType order) by IR element
+#: type, as the host maps have them: 8- and 16-bit integers and fp8 as unsigned bytes / halves
+TENSORMAP_ELEMENT_TYPES = {"i8": 0, "f8E4M3FN": 0, "f8E5M2": 0, "i16": 1, "i32": 3, "i64": 5,
+                           "f16": 6, "f32": 7, "f64": 9, "bf16": 10}
+#: `tensormap.replace .swizzle_mode` codes by swizzle width in bytes
+TENSORMAP_SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}
+#: `.fill_mode` codes by descriptor padding
+TENSORMAP_FILL_MODES = {"zero": 0, "nan": 1}
+
+
+def _verify_tensormap_create(op):
+    """%map (the 128-byte destination in global memory), %address, then per dim (innermost
+    first) its i32 size, and per dim but the innermost its i64 byte stride."""
+    box = op.attributes.get("box_dim")
+    rank = len(box.values) if box is not None else 0
+    if not rank or len(op.operands) != 2 + rank + rank - 1:
+        raise VerificationError(op, f"takes the map, the global address, {rank or 'N'} dims and "
+                                    f"{max(rank - 1, 0) or 'N - 1'} byte strides (box_dim has "
+                                    f"{rank} entries)")
+    if not op.operands[0].type.is_ptr or not op.operands[1].type.is_ptr:
+        raise VerificationError(op, "the map and the global address must be pointers")
+    dims, strides = op.operands[2:2 + rank], op.operands[2 + rank:]
+    if any(str(v.type) != "i32" for v in dims) or any(str(v.type) != "i64" for v in strides):
+        raise VerificationError(op, "dims must be i32 and byte strides i64")
+    for key, codes in (("elem_type", TENSORMAP_ELEMENT_TYPES.values()),
+                       ("swizzle_mode", TENSORMAP_SWIZZLE_MODES.values()),
+                       ("fill_mode", TENSORMAP_FILL_MODES.values())):
+        value = op.attributes.get(key)
+        if value is None or value.value not in tuple(codes):
+            raise VerificationError(op, f"'{key}' must be one of {sorted(set(codes))}")
+
+
+TensormapCreateOp = define_op(
+    "TensormapCreateOp", "ttng.tensormap_create", TypedOperands(),
+    (MemoryWrite, SharedMemoryScratch), _verify_tensormap_create,
+    desc_ptr=operand(0), global_address=operand(1), box_dim=attr("box_dim"),
+    elem_type=attr("elem_type"), swizzle_mode=attr("swizzle_mode"),
+    fill_mode=attr("fill_mode"),
+    doc="`ttng.tensormap_create %map, %address, %dims..., %byte_strides... {box_dim, "
+        "elem_type, swizzle_mode, fill_mode}`: write a tiled tensor map (a CUtensorMap) to the "
+        "128 bytes at `%map`: built by the first warp in a shared-memory scratch buffer with "
+        "`tensormap.replace`, then copied out with a release fence for the tensor-map proxy "
+        "(`tensormap.cp_fenceproxy`). Dims and strides innermost first.")
+
+TensormapFenceproxyAcquireOp = define_op(
+    "TensormapFenceproxyAcquireOp", "ttng.tensormap_fenceproxy_acquire", TypedOperands(),
+    (MemoryRead, MemoryWrite), lambda op: _verify_pointer_operand(op),
+    desc_ptr=operand(0),
+    doc="`ttng.tensormap_fenceproxy_acquire %map`: make a tensor map written to global memory "
+        "visible to the TMA unit (fence.proxy.tensormap::generic.acquire), then sync the CTA.")
+
+
+def _verify_pointer_operand(op):
+    if not op.operands[0].type.is_ptr:
+        raise VerificationError(op, f"takes the tensor map's pointer, got {op.operands[0].type}")
+
+
 set_counts([InitBarrierOp, InvalBarrierOp], operands=1, results=0)
 set_counts([BarrierExpectOp, WaitBarrierOp], operands=2, results=0)
 set_counts([AsyncTMACopyGlobalToLocalOp], operands=(5, None), results=0)
 set_counts([AsyncTMACopyLocalToGlobalOp], operands=(3, None), results=0)
 set_counts([TMAStoreWaitOp, FenceAsyncSharedOp], operands=0, results=0)
+set_counts([TensormapFenceproxyAcquireOp], operands=1, results=0)
+set_counts([TensormapCreateOp], operands=(3, None), results=0)

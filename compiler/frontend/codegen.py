@@ -143,7 +143,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.builder = builder
         self.sem = Semantic(builder, mctx.default_dot_input_precision,
                             call_function=self.call_from_builtin, gpu_limits=mctx.gpu_limits,
-                            num_warps=mctx.num_warps)
+                            num_warps=mctx.num_warps, tma=mctx.tma)
         self._builtin_node = None
         self.scope: dict = {}
         self.current_name: str | None = None

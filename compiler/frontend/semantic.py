@@ -116,8 +116,11 @@ class Semantic:
     """Builds typed IR for the DSL's operations through `builder` (its location is the caller's)."""
 
     def __init__(self, builder, default_dot_input_precision: str = "tf32", call_function=None,
-                 gpu_limits: bool = True, num_warps: int = 4):
+                 gpu_limits: bool = True, num_warps: int = 4, tma: bool = False):
         self.builder = builder
+        #: whether the compile copies tensor descriptors by TMA (the `tma` option on sm_90+):
+        #: `tl.make_tensor_descriptor` then builds a tensor map on the device
+        self.tma = tma
         #: the kernel's warps (a compile option): `tl.extra.cuda.num_threads()` is 32 times it
         self.num_warps = num_warps
         #: tl.dot's input_precision when neither it nor allow_tf32 is given (a compile option)

@@ -17,14 +17,20 @@ and padding static), made in the kernel by `tl.make_tensor_descriptor` or passed
 expands into its fields); `desc.load(offsets)` is a load of the block of pointers masked on
 every dim (other = 0, or NaN), `desc.store` a masked store. Building the pointers in the front
 end, like block pointers, means every later pass (axis info, coalescing, the Hopper dot path,
-the pipeliner) sees ordinary pointer loads and needs nothing new. A host descriptor of a kernel
-compiled with TMA (`tensor_map` set: its CUtensorMap argument) is read and written through
-`tt.descriptor_load` / `tt.descriptor_store` instead, which the pipeliner and `tma-lowering`
-turn into TMA copies.
+the pipeliner) sees ordinary pointer loads and needs nothing new. A descriptor of a kernel
+compiled with TMA (`tensor_map` set: a host descriptor's CUtensorMap argument, or for
+`tl.make_tensor_descriptor` the address `tt.make_tensor_descriptor` gives, of a tensor map the
+kernel builds in global scratch memory) is read and written through `tt.descriptor_load` /
+`tt.descriptor_store` instead, which the pipeliner and `tma-lowering` turn into TMA copies.
+Blocks TMA cannot copy (`compiler.codegen.tma.supports`), and device-side descriptors whose
+base or strides are not known to meet TMA's 16-byte rules (`_tma_can_address`), keep the
+pointer path.
 """
 from __future__ import annotations
 
+from compiler.codegen.tma import supports as tma_supports
 from compiler.dialects import tt
+from compiler.ir.attributes import DenseArrayAttr, StringAttr
 from compiler.frontend.errors import SemanticError
 
 from . import core
@@ -163,6 +169,49 @@ def store(_sem, bp: block_pointer, value, mask, boundary_check) -> None:
 
 
 # ---- tensor descriptors ---------------------------------------------------------------------------
+def _known_divisor(value) -> int:
+    """A number the runtime integer (or pointer address) `value` is known to be a multiple of:
+    a kernel argument's `tt.divisibility` (the launch specializes arguments divisible by 16),
+    a constant, and what casts and products of those keep; 1 when nothing is known."""
+    from compiler.dialects.arith import BINARY_OPS, CAST_OPS, ConstantOp
+    from compiler.ir.core import BlockArgument
+    if isinstance(value, BlockArgument):
+        attr = value.attributes.get("tt.divisibility")
+        return int(attr.value) if attr is not None else 1
+    op = value.owner_op
+    if isinstance(op, ConstantOp):
+        number = abs(int(op.attributes["value"].value))
+        return number if number else 1 << 30
+    if isinstance(op, (CAST_OPS["extsi"], CAST_OPS["extui"])):
+        return _known_divisor(op.operands[0])
+    if isinstance(op, BINARY_OPS["muli"]):
+        return _known_divisor(op.operands[0]) * _known_divisor(op.operands[1])
+    return 1
+
+
+def _constant_value(value) -> int | None:
+    """The integer constant `value` is (through integer casts), or None."""
+    from compiler.dialects.arith import CAST_OPS, ConstantOp
+    op = value.owner_op
+    while isinstance(op, (CAST_OPS["extsi"], CAST_OPS["extui"])):
+        op = op.operands[0].owner_op
+    if isinstance(op, ConstantOp):
+        return int(op.attributes["value"].value)
+    return None
+
+
+def _tma_can_address(base, strides, element_bytes: int) -> bool:
+    """Whether a tensor map can describe the tensor for every launch of this specialization:
+    a 16-byte aligned base, strides but the last known to be multiples of 16 bytes, and the
+    last the constant 1 (what TMA requires; anything else keeps the pointer path, which is
+    right for any strides, so a launch with, say, an odd row length still gets right results)."""
+    if _constant_value(strides[-1].handle) != 1:
+        return False
+    if _known_divisor(base.handle) % 16:
+        return False
+    return all(_known_divisor(s.handle) * element_bytes % 16 == 0 for s in strides[:-1])
+
+
 @builtin
 def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of the `shape`d tensor at `base` (element `strides`, the last one 1) for
@@ -201,7 +250,15 @@ def make_tensor_descriptor(_sem, base, shape, strides, block_shape, padding_opti
         raise SemanticError(f"Descriptor block shape must have at least 16 bytes in the last "
                             f"dimension, but got {blocks[-1]} * "
                             f"{base.dtype.element_ty.primitive_bitwidth // 8} = {row_bytes} bytes")
-    return tensor_descriptor(base, shape_t, strides_t, blocks, padding)
+    tensor_map = None
+    if _sem.tma and tma_supports(str(base.dtype.element_ty), blocks) and \
+            _tma_can_address(base, strides_t, element_bytes):
+        # built on the device (`tma-lowering`: a tensor map in global scratch memory)
+        map_type = core.pointer_type(core.int8)
+        tensor_map = _sem._new(tt.MakeTensorDescriptorOp, [base] + shape_t + strides_t,
+                               map_type, {"block_shape": DenseArrayAttr(tuple(blocks)),
+                                          "padding": StringAttr(padding)})
+    return tensor_descriptor(base, shape_t, strides_t, blocks, padding, tensor_map)
 
 
 def _window(_sem, desc, offsets) -> block_pointer:

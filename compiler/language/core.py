@@ -463,7 +463,8 @@ class tensor_descriptor(aggregate):
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
-        #: a host descriptor's CUtensorMap kernel argument when the kernel copies it by TMA
+        #: the tensor map of a descriptor the kernel copies by TMA: a host descriptor's
+        #: CUtensorMap argument, or the address `tt.make_tensor_descriptor` gives
         #: (the last field then, so that a @jit callee taking the descriptor gets it too)
         self.tensor_map = tensor_map
 

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 from compiler.codegen.tma import tma_box
 from compiler.dialects import tt
-from compiler.dialects.ttg import (BarrierOp, LocalAllocOp, LocalLoadOp, MemDescType,
+from compiler.dialects.arith import BINARY_OPS
+from compiler.dialects.ttg import (BarrierOp, GlobalScratchAllocOp, LocalAllocOp, LocalLoadOp, MemDescType,
                                    NVMMASharedEncoding, SwizzledSharedEncoding, replace_buffer)
 from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, AsyncTMACopyLocalToGlobalOp,
                                     BarrierExpectOp, FenceAsyncSharedOp, InitBarrierOp,
-                                    InvalBarrierOp, TMAStoreWaitOp, WaitBarrierOp)
-from compiler.ir.attributes import IntegerAttr
+                                    InvalBarrierOp, TENSORMAP_ELEMENT_TYPES,
+                                    TENSORMAP_FILL_MODES, TENSORMAP_SWIZZLE_MODES,
+                                    TensormapCreateOp, TensormapFenceproxyAcquireOp,
+                                    TMAStoreWaitOp, WaitBarrierOp)
+from compiler.ir.attributes import DenseArrayAttr, IntegerAttr
 from compiler.ir.core import Module, Operation
 from compiler.ir.types import TensorType, i1, i32, i64
 
@@ -107,12 +111,50 @@ def lower_store(store: Operation, ctx: PassContext) -> None:
     ctx.record_pattern("tt.descriptor_store -> TMA store", op=copy)
 
 
+#: bytes of a tensor map (a CUtensorMap), and the alignment TMA needs of one in memory
+TENSOR_MAP_BYTES = 128
+
+
+def lower_make_descriptor(make: Operation, ctx: PassContext) -> None:
+    """One `tt.make_tensor_descriptor` -> a 128-byte tensor map in the program's global scratch
+    memory (`ttg.global_scratch_alloc`), written by `ttng.tensormap_create` with the box and
+    swizzle the descriptor's loads and stores use (`box_of`) and made visible to the TMA unit
+    by `ttng.tensormap_fenceproxy_acquire`; the map's address replaces the op's result."""
+    block = make.attributes["block_shape"].values
+    element = make.operands[0].type.pointee
+    box, _ = box_of(TensorType(tuple(block), element))
+    rank = len(block)
+    dims = make.operands[1:1 + rank]
+    strides = make.operands[1 + rank:]
+    scratch = insert_new(GlobalScratchAllocOp, [], [make.results[0].type],
+                         {"nbytes": IntegerAttr(TENSOR_MAP_BYTES, i32),
+                          "alignment": IntegerAttr(TENSOR_MAP_BYTES, i32)}, make).results[0]
+    element_bytes = make_constant(box.element_bytes, i64, make)
+    byte_strides = [insert_new(BINARY_OPS["muli"], [s, element_bytes], [i64], {}, make).results[0]
+                    for s in reversed(strides[:-1])]
+    padding = make.attributes.get("padding")
+    insert_new(TensormapCreateOp, [scratch, make.operands[0]] + list(reversed(dims))
+               + byte_strides, [],
+               {"box_dim": DenseArrayAttr(tuple(reversed(box.box))),
+                "elem_type": IntegerAttr(TENSORMAP_ELEMENT_TYPES[str(element)], i32),
+                "swizzle_mode": IntegerAttr(TENSORMAP_SWIZZLE_MODES[box.swizzle], i32),
+                "fill_mode": IntegerAttr(TENSORMAP_FILL_MODES[padding.value if padding else
+                                                              "zero"], i32)}, make)
+    insert_new(TensormapFenceproxyAcquireOp, [scratch], [], {}, make)
+    make.results[0].replace_all_uses_with(scratch)
+    make.erase()
+    ctx.record_pattern("tt.make_tensor_descriptor -> tensor map in global scratch",
+                       op=scratch.owner_op)
+
+
 @register_pass
 class TmaLowering(Pass):
-    """Turns host tensor-descriptor loads and stores (`tt.descriptor_load/store`, made when the
+    """Turns tensor-descriptor loads and stores (`tt.descriptor_load/store`, made when the
     compile copies descriptors by TMA) into TMA copies between global and shared memory that
     complete on mbarriers (cp.async.bulk.tensor); a load feeding a wgmma operand lands in the
-    operand's swizzled buffer, which the dot reads without a register round trip."""
+    operand's swizzled buffer, which the dot reads without a register round trip. A
+    device-side descriptor (`tt.make_tensor_descriptor`) becomes a tensor map the kernel writes
+    to its global scratch memory."""
 
     name = "tma-lowering"
     stage = "ttgir"
@@ -122,7 +164,9 @@ class TmaLowering(Pass):
     def run(self, module: Module, ctx: PassContext) -> None:
         for func in module.functions():
             for op in list(func.walk()):
-                if isinstance(op, tt.DescriptorLoadOp):
+                if isinstance(op, tt.MakeTensorDescriptorOp):
+                    lower_make_descriptor(op, ctx)
+                elif isinstance(op, tt.DescriptorLoadOp):
                     lower_load(op, ctx)
                 elif isinstance(op, tt.DescriptorStoreOp):
                     lower_store(op, ctx)

@@ -70,8 +70,9 @@ class Interpreter:
             if fn is None:
                 raise InterpreterError(f"the interpreter has no semantics for {op.name}", op,
                                        self.pid)
-            types = [coercer(r.type) if isinstance(r.type, _VALUE_TYPES) else None
-                     for r in op.results]
+            opaque = getattr(fn, "opaque_results", False)
+            types = [coercer(r.type) if isinstance(r.type, _VALUE_TYPES) and not opaque
+                     else None for r in op.results]
             plan = (fn, types)
             self._plans[op] = plan
         return plan

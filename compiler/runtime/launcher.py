@@ -439,9 +439,14 @@ class Launcher:
         names = kernel_arg_names(module) if module is not None else None
         if names is not None and len(names) != len(kinds):
             names = None
+        scratch = metadata.global_scratch_size
+        if scratch:     # the launch's global scratch buffer: a last, hidden argument
+            kinds = list(kinds) + ["ptr"]
+            names = None if names is None else list(names) + ["global_scratch"]
         launcher = cls(loaded.function, kinds, name=kernel.name, arg_names=names, device=device,
                        launch_fn=launch_fn)
-        return KernelLauncher(launcher, loaded, metadata.num_warps, metadata.shared)
+        return KernelLauncher(launcher, loaded, metadata.num_warps, metadata.shared,
+                              scratch, metadata.global_scratch_align)
 
 
 def cubin_runs_on(built_for: int, device_arch: int) -> bool:
@@ -481,14 +486,36 @@ class KernelLauncher:
     and dynamic shared memory fixed (the generated fast path), and `launch_addresses`, the
     same taking pointers as int addresses only (what the jit passes)."""
 
-    def __init__(self, launcher: Launcher, loaded, num_warps: int, shared_bytes: int):
+    def __init__(self, launcher: Launcher, loaded, num_warps: int, shared_bytes: int,
+                 global_scratch_size: int = 0, global_scratch_align: int = 1):
         self.launcher = launcher
         self.loaded = loaded
         self.num_warps = num_warps
         self.shared_bytes = shared_bytes
+        self.global_scratch_size = global_scratch_size
+        self.global_scratch_align = global_scratch_align
         self.launch = launcher.bind(num_warps, shared_bytes)
         self.launch_addresses = launcher.bind(num_warps, shared_bytes, addresses=True)
+        if global_scratch_size:
+            self.launch = self._with_scratch(self.launch)
+            self.launch_addresses = self._with_scratch(self.launch_addresses)
         self._cooperative = None
+
+    def _with_scratch(self, launch: Callable) -> Callable:
+        """`launch` given, after the kernel's own arguments, the address of global scratch
+        memory for every program of the grid (`allocation.global_scratch`), as Triton's
+        launcher does for kernels with `global_scratch_size`."""
+        from .allocation import global_scratch
+        size, align, device = self.global_scratch_size, self.global_scratch_align, \
+            self.launcher.device
+
+        def launch_with_scratch(grid, args, stream=None):
+            gx, gy, gz = check_grid(grid)
+            handle = driver.stream_handle(driver.current_stream() if stream is None else stream)
+            address, buffer = global_scratch(size * gx * gy * gz, align, handle, device)
+            launch(grid, (*args, address), stream)
+            del buffer      # an allocator's buffer may go: its allocator orders reuse by stream
+        return launch_with_scratch
 
     def cooperative(self, launch_fn: Callable | None = None) -> "KernelLauncher":
         """The same loaded kernel launched cooperatively (`cooperative_launch_fn`); built
@@ -499,7 +526,8 @@ class KernelLauncher:
                             arg_names=base.arg_names, device=base.device,
                             launch_fn=cooperative_launch_fn(base.name, base.device, launch_fn))
             self._cooperative = KernelLauncher(coop, self.loaded, self.num_warps,
-                                               self.shared_bytes)
+                                               self.shared_bytes, self.global_scratch_size,
+                                               self.global_scratch_align)
         return self._cooperative
 
     def __repr__(self) -> str:

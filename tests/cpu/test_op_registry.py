@@ -32,6 +32,7 @@ NOT_LOWERED = {
     "tt.scan.return": "the scan lowering inlines its combiner",
     "tt.descriptor_load": "the pipeliner and tma-lowering turn it into TMA copies first",
     "tt.descriptor_store": "tma-lowering turns it into a TMA store first",
+    "tt.make_tensor_descriptor": "tma-lowering turns it into a tensor map in global scratch",
 }
 
 _BLOCKED = ("#blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.dialects import tt, ttng
+from compiler.dialects import tt, ttg, ttng
 
 from .errors import OpError
 from .registry import semantics
@@ -46,6 +46,24 @@ def bind_tensor_map(value, memory, name: str, host_array) -> InterpretedTensorMa
                                 tuple(map(int, value.strides)), value.padding)
 
 
+class ScratchTensorMap:
+    """A `ttg.global_scratch_alloc` holding a tensor map: the map `ttng.tensormap_create`
+    wrote into it (None before)."""
+
+    def __init__(self):
+        self.map: InterpretedTensorMap | None = None
+
+
+def _resolve(tmap):
+    """The map itself (a scratch slot holds the map written into it)."""
+    if isinstance(tmap, ScratchTensorMap):
+        if tmap.map is None:
+            raise OpError("a tensor map in global scratch memory is read before "
+                          "ttng.tensormap_create wrote it")
+        return tmap.map
+    return tmap
+
+
 def _block(tmap: InterpretedTensorMap, coords, shape, element) -> tuple:
     """(addresses, in-bounds mask) of the `shape` block at `coords`."""
     if not isinstance(tmap, InterpretedTensorMap):
@@ -62,6 +80,7 @@ def _block(tmap: InterpretedTensorMap, coords, shape, element) -> tuple:
 
 
 def _read(ctx, tmap, coords, t) -> np.ndarray:
+    tmap = _resolve(tmap)
     addresses, inside = _block(tmap, coords, tuple(t.shape), t.element)
     loaded = ctx.memory.load(addresses, inside, t.element)
     fill = np.nan if tmap.padding == "nan" else 0
@@ -69,6 +88,7 @@ def _read(ctx, tmap, coords, t) -> np.ndarray:
 
 
 def _write(ctx, tmap, coords, t, data) -> None:
+    tmap = _resolve(tmap)
     addresses, inside = _block(tmap, coords, tuple(t.shape), t.element)
     ctx.memory.store(addresses, np.asarray(data), inside, t.element)
 
@@ -103,4 +123,41 @@ def tma_store(ctx, op, values):
            ttng.TMAStoreWaitOp, ttng.FenceAsyncSharedOp)
 def tma_sync(ctx, op, values):
     """Barriers, fences and waits: copies completed when they were issued."""
+    return None
+
+
+@semantics(tt.MakeTensorDescriptorOp, opaque_results=True)
+def make_tensor_descriptor(ctx, op, values):
+    """The map of the tensor at the base with the given dims and element strides."""
+    rank = len(op.attributes["block_shape"].values)
+    padding = op.attributes.get("padding")
+    return InterpretedTensorMap(int(values[0]), tuple(int(v) for v in values[1:1 + rank]),
+                                tuple(int(v) for v in values[1 + rank:]),
+                                padding.value if padding is not None else "zero")
+
+
+@semantics(ttg.GlobalScratchAllocOp, opaque_results=True)
+def global_scratch_alloc(ctx, op, values):
+    """A place for the tensor map a `ttng.tensormap_create` writes."""
+    return ScratchTensorMap()
+
+
+@semantics(ttng.TensormapCreateOp)
+def tensormap_create(ctx, op, values):
+    """Record the map (dims and byte strides innermost first, as the op takes them)."""
+    holder, address = values[0], int(values[1])
+    if not isinstance(holder, ScratchTensorMap):
+        raise OpError("ttng.tensormap_create writes into a ttg.global_scratch_alloc")
+    rank = len(op.attributes["box_dim"].values)
+    element_bytes = byte_size(op.operands[1].type.pointee)
+    dims = tuple(int(v) for v in reversed(values[2:2 + rank]))
+    strides = tuple(int(v) // element_bytes for v in reversed(values[2 + rank:])) + (1,)
+    fill = "nan" if op.attributes["fill_mode"].value == ttng.TENSORMAP_FILL_MODES["nan"] \
+        else "zero"
+    holder.map = InterpretedTensorMap(address, dims, strides, fill)
+
+
+@semantics(ttng.TensormapFenceproxyAcquireOp)
+def tensormap_fence(ctx, op, values):
+    """The map is visible as soon as it is written in a sequential run."""
     return None
