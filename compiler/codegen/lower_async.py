@@ -6,7 +6,8 @@ global and shared memory (16 bytes: `.cg`, which bypasses L1; 4 or 8 bytes: `.ca
 `src_size` 0 for masked-off elements so the hardware zero-fills them without reading memory.
 Runs narrower than 4 bytes fall back to a predicated load and a shared store. `ttg.async_wait`
 is `cp.async.wait_group N` followed by a CTA barrier, so the data is visible to every thread and
-every thread has finished reading the slot the next copies overwrite.
+every thread has finished reading the slot the next copies overwrite. The ops' `!ttg.async.token`
+results only order them in the IR: they lower to no registers (a loop carrying them gets no phi).
 """
 from __future__ import annotations
 
@@ -88,18 +89,21 @@ def lower_async_copy(ctx, op):
             continue
         value = _load_group(ctx, ptrs[reg], masks[reg], None, elem_ty, 1)[0]
         shared_store(ctx, base, offset, value)
+    ctx.set(op.results[0], [])      # the token: no registers
 
 
 @lowers(ttg.AsyncCommitGroupOp)
 def lower_async_commit_group(ctx, op):
-    """`ttg.async_commit_group`: `cp.async.commit_group`."""
+    """`ttg.async_commit_group tokens %copies`: `cp.async.commit_group`."""
     inline_ptx(ctx.builder, ir.VoidType(), "cp.async.commit_group;", "", [])
+    ctx.set(op.results[0], [])      # the token: no registers
 
 
 @lowers(ttg.AsyncWaitOp)
 def lower_async_wait(ctx, op):
-    """`ttg.async_wait {num}`: `cp.async.wait_group num`, then a CTA barrier."""
+    """`ttg.async_wait %groups {num}`: `cp.async.wait_group num`, then a CTA barrier."""
     num = op.attributes["num"].value
     inline_ptx(ctx.builder, ir.VoidType(), f"cp.async.wait_group {num};", "~{memory}", [])
     barrier(ctx.builder)
+    ctx.set(op.results[0], [])      # the token: no registers
 

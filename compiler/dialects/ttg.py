@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from typing import Any
 
-from compiler.ir.accessors import attr, operand, optional_operand
+from compiler.ir.accessors import attr, operand, optional_operand, variadic_operands
 from compiler.ir.attributes import DenseArrayAttr
 from compiler.ir.core import Operation, register_op
 from compiler.ir.immutable import hash_once
@@ -24,7 +24,7 @@ from compiler.ir.traits import (LayoutBarrier, MemoryRead, MemoryWrite, Pure,
 from compiler.ir.types import FunctionType, TensorType, Type, shape_of
 from compiler.ir.verifier_errors import VerificationError
 
-from .common import define_op, dialect, set_attribute_kinds, set_counts
+from .common import ANY, define_op, dialect, set_attribute_kinds, set_counts
 
 TTG = dialect("ttg")
 
@@ -206,6 +206,22 @@ TTG.register_type("ttg.memdesc", _parse_memdesc_type)
 TTG.add_fixed_alias(SHARED_MEMORY_ALIAS, "#ttg.shared_memory")
 
 
+@hash_once
+@dataclass(frozen=True)
+class AsyncTokenType(Type):
+    """`!ttg.async.token`: the completion of asynchronous copies. It holds no data: the copies
+    give one, `ttg.async_commit_group` closes a group of them into another, `ttg.async_wait`
+    names the groups it waits for and gives one more, which a `ttg.local_load` of the copied
+    buffer takes, so the order of the copies, their wait and the reads is in the dataflow."""
+
+    def __str__(self) -> str:
+        return "!ttg.async.token"
+
+
+ASYNC_TOKEN = AsyncTokenType()
+TTG.register_type("ttg.async.token", lambda ps: ASYNC_TOKEN)
+
+
 # ---- parsing encodings ---------------------------------------------------------------------------
 LIST, INT, ENCODING, BOOL = "a list of integers", "an integer", "a layout", "true or false"
 
@@ -312,6 +328,25 @@ def _parse_arrow_types(ps):
     return ps.type()
 
 
+def _keyword_operands(ps, operands: list, *keywords) -> list:
+    """`operands`, then the operand of each optional `keyword %v` clause, in `keywords`' order."""
+    for word in keywords:
+        if ps.keyword(word):
+            operands.append(ps.operand())
+    return operands
+
+
+def _checked_arrow(ps, operand, result=None):
+    """`: T -> R` where T must be `operand`'s type; returns R, read by `result(ps)` (default: a
+    type)."""
+    ps.expect(":")
+    ps.skip_ws()
+    pos = ps.pos
+    ps.check_written_types([operand], [ps.type()], pos)
+    ps.expect("->")
+    return result(ps) if result is not None else ps.type()
+
+
 class _LocalAllocSyntax(Syntax):
     """`ttg.local_alloc [%src] {attrs} : ([T]) -> !ttg.memdesc<...>`."""
 
@@ -343,9 +378,39 @@ def _verify_local_alloc(op):
 LocalAllocOp = define_op("LocalAllocOp", "ttg.local_alloc", _LocalAllocSyntax(),
                          (MemoryWrite, LayoutBarrier), _verify_local_alloc, src=optional_operand(0),
                          doc="`ttg.local_alloc`: a shared-memory buffer, optionally initialized.")
-LocalLoadOp = define_op("LocalLoadOp", "ttg.local_load", Convert("->"), (MemoryRead,),
-                        src=operand(0),
-                        doc="`ttg.local_load`: read a shared-memory buffer into registers.")
+
+
+class _LocalLoadSyntax(Syntax):
+    """`ttg.local_load %buf [token %t] {attrs} : !ttg.memdesc<...> -> tensor<...>` (Triton's
+    form: the token, when there is one, is the `ttg.async_wait` the buffer's copies landed by)."""
+
+    def print(self, p, op, indent):
+        token = f" token {p.values([op.operands[1]])}" if len(op.operands) > 1 else ""
+        return (f"{op.name} {p.values(op.operands[:1])}{token}{p.attr_dict(op.attributes)} : "
+                f"{p.type(op.operands[0].type)} -> {p.type(op.results[0].type)}")
+
+    def parse(self, ps, cls, num_results):
+        operands = _keyword_operands(ps, [ps.operand()], "token")
+        attrs = ps.attr_dict()
+        return OpParts(operands, [_checked_arrow(ps, operands[0])], attrs)
+
+
+def _verify_tokens(op, values) -> None:
+    """Every value of `values` is a `!ttg.async.token`."""
+    for value in values:
+        if not isinstance(value.type, AsyncTokenType):
+            raise VerificationError(op, f"expects !ttg.async.token, got {value.type}")
+
+
+def _verify_local_load(op):
+    _verify_tokens(op, op.operands[1:])
+
+
+LocalLoadOp = define_op("LocalLoadOp", "ttg.local_load", _LocalLoadSyntax(), (MemoryRead,),
+                        _verify_local_load,
+                        src=operand(0), token=optional_operand(1),
+                        doc="`ttg.local_load`: read a shared-memory buffer into registers "
+                            "(after the `ttg.async_wait` its optional token names).")
 
 
 class _LocalStoreSyntax(Syntax):
@@ -418,9 +483,20 @@ MemDescIndexOp = define_op("MemDescIndexOp", "ttg.memdesc_index", _MemDescIndexS
                                "shared allocation.")
 
 
+def _memdesc_short(p, t: MemDescType) -> str:
+    """A buffer type as Triton writes it where the op fixes the type's kind: `<AxBxT, ...>`."""
+    return p.type(t).removeprefix("!ttg.memdesc")
+
+
+def _buffer_type(ps) -> MemDescType:
+    """A buffer type written either way: `<AxBxT, ...>` or `!ttg.memdesc<AxBxT, ...>`."""
+    return _parse_memdesc_type(ps) if ps.at("<") else ps.type()
+
+
 class _AsyncCopySyntax(Syntax):
-    """`ttg.async_copy_global_to_local %ptrs, %buf [mask %m] [other %o] {attrs} :
-    tensor<...x!tt.ptr<T>> -> !ttg.memdesc<...>` (Triton's form, without the async token)."""
+    """`%t = ttg.async_copy_global_to_local %ptrs, %buf [mask %m] [other %o] {attrs} :
+    tensor<...x!tt.ptr<T>> -> <...>` (Triton's form: the buffer's type without its
+    `!ttg.memdesc`, which the parser also takes written out)."""
 
     def print(self, p, op, indent):
         ptrs, buf = op.operands[:2]
@@ -431,19 +507,17 @@ class _AsyncCopySyntax(Syntax):
         if len(extra) > 1:
             text += f" other {p.values([extra[1]])}"
         return (text + f"{p.attr_dict(op.attributes)} : {p.type(ptrs.type)} -> "
-                f"{p.type(buf.type)}")
+                f"{_memdesc_short(p, buf.type)}")
 
     def parse(self, ps, cls, num_results):
-        operands = [ps.operand()]
+        ptrs = ps.operand()
         ps.expect(",")
-        operands.append(ps.operand())
-        if ps.keyword("mask"):
-            operands.append(ps.operand())
-        if ps.keyword("other"):
-            operands.append(ps.operand())
+        operands = _keyword_operands(ps, [ptrs, ps.operand()], "mask", "other")
         attrs = ps.attr_dict()
-        _parse_arrow_types(ps)
-        return OpParts(operands, [], attrs)
+        pos = ps.pos
+        buf_type = _checked_arrow(ps, ptrs, _buffer_type)
+        ps.check_written_types(operands[:2], [ptrs.type, buf_type], pos)
+        return OpParts(operands, [ASYNC_TOKEN], attrs)
 
 
 def _verify_async_copy(op):
@@ -451,6 +525,34 @@ def _verify_async_copy(op):
         raise VerificationError(op, "copies a tensor of pointers into a !ttg.memdesc")
     if shape_of(op.operands[0].type) != tuple(op.operands[1].type.shape):
         raise VerificationError(op, "pointer tensor and buffer shapes differ")
+    _verify_tokens(op, op.results)
+
+
+class _TokensSyntax(Syntax):
+    """`%t = <op> [<keyword>] %a, %b {attrs}`: async tokens in, one token out
+    (`ttg.async_commit_group tokens %c`, `ttg.async_wait %g0, %g1 {num = 2 : i32}`)."""
+
+    def __init__(self, keyword: str = ""):
+        self.keyword = keyword
+
+    def print(self, p, op, indent):
+        text = op.name
+        if op.operands:
+            text += f" {self.keyword + ' ' if self.keyword else ''}{p.values(op.operands)}"
+        return text + p.attr_dict(op.attributes)
+
+    def parse(self, ps, cls, num_results):
+        if self.keyword and ps.keyword(self.keyword):
+            operands = [ps.operand()]
+            while ps.consume(","):
+                operands.append(ps.operand())
+        else:
+            operands = ps.operand_list()
+        return OpParts(operands, [ASYNC_TOKEN], ps.attr_dict())
+
+
+def _verify_token_op(op):
+    _verify_tokens(op, list(op.operands) + list(op.results))
 
 
 AsyncCopyGlobalToLocalOp = define_op(
@@ -458,15 +560,19 @@ AsyncCopyGlobalToLocalOp = define_op(
     (MemoryRead, MemoryWrite), _verify_async_copy, ptr=operand(0), buffer=operand(1),
     mask=optional_operand(2), other=optional_operand(3),
     doc="`ttg.async_copy_global_to_local`: start copying global memory into a shared buffer "
-        "(cp.async); masked-off elements are zero-filled. Visible after `ttg.async_wait`.")
+        "(cp.async); masked-off elements are zero-filled. Its token joins the next "
+        "`ttg.async_commit_group`; the data is visible after the `ttg.async_wait` of that group.")
 AsyncCommitGroupOp = define_op(
-    "AsyncCommitGroupOp", "ttg.async_commit_group", _BarrierSyntax(), (MemoryWrite,),
-    doc="`ttg.async_commit_group`: close the group of asynchronous copies issued so far.")
+    "AsyncCommitGroupOp", "ttg.async_commit_group", _TokensSyntax("tokens"), (MemoryWrite,),
+    _verify_token_op, tokens=variadic_operands(0),
+    doc="`ttg.async_commit_group tokens %copies`: close the group of asynchronous copies "
+        "issued so far (cp.async.commit_group); its token stands for the group.")
 AsyncWaitOp = define_op(
-    "AsyncWaitOp", "ttg.async_wait", _BarrierSyntax(), (MemoryRead, MemoryWrite),
-    num=attr("num"),
-    doc="`ttg.async_wait {num}`: wait until at most `num` committed copy groups are pending, "
-        "then make the copied data visible to the whole CTA.")
+    "AsyncWaitOp", "ttg.async_wait", _TokensSyntax(), (MemoryRead, MemoryWrite),
+    _verify_token_op, num=attr("num"), tokens=variadic_operands(0),
+    doc="`ttg.async_wait %groups {num}`: wait until at most `num` committed copy groups are "
+        "pending (`num` is chosen so that the groups its tokens name have landed), then make "
+        "the copied data visible to the whole CTA; its token orders the reads after it.")
 
 
 # ---- linear layouts and Hopper shared layouts (see compiler.analysis.layout_to_linear) ---------
@@ -798,13 +904,15 @@ GlobalScratchAllocOp = define_op(
 
 
 # ---- operand and result counts (checked before the verifiers above run) ------------------------
-set_counts([ConvertLayoutOp, LocalLoadOp], operands=1, results=1)
+set_counts([ConvertLayoutOp], operands=1, results=1)
+set_counts([LocalLoadOp], operands=(1, 2), results=1)
 set_counts([LocalAllocOp], operands=(0, 1), results=1)
 set_counts([LocalStoreOp], operands=2, results=0)
 set_counts([LocalDeallocOp], operands=1, results=0)
-set_counts([BarrierOp, AsyncCommitGroupOp, AsyncWaitOp], operands=0, results=0)
+set_counts([BarrierOp], operands=0, results=0)
+set_counts([AsyncCommitGroupOp, AsyncWaitOp], operands=ANY, results=1)
 set_counts([MemDescIndexOp], operands=2, results=1)
 set_counts([MemDescTransOp], operands=1, results=1)
 set_counts([GlobalScratchAllocOp], operands=0, results=1)
 set_attribute_kinds([MemDescTransOp], order=DenseArrayAttr)
-set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=0)
+set_counts([AsyncCopyGlobalToLocalOp], operands=(2, 4), results=1)

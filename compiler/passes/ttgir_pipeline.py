@@ -1,26 +1,30 @@
-"""pipeline: software pipelining of loops whose loads feed tensor-core dots through shared memory.
+"""pipeline: software pipelining of loops whose loads feed dots through shared memory.
 
 Triton's sm_80 scheme: each operand staged as `tt.load -> ttg.local_alloc -> ttg.local_load ->
-tt.dot` becomes an asynchronous copy (`ttg.async_copy_global_to_local`, cp.async) into one slot
-of a `num_stages`-deep shared buffer. A prologue issues the copies of the first num_stages-1
-iterations; iteration i waits for its own group (`ttg.async_wait {num = num_stages-2}`, which
-also fences the CTA), issues the copies of iteration i+num_stages-1 into the slot iteration i-1
-read, then runs the dot on slot i % num_stages. Copies past the loop's end are masked off
-(zero-filled, no memory read). The ops computing a load's pointer and mask (its "stage 0" slice,
-including the loop-carried pointer increments) are cloned with the induction variable moved
-num_stages-1 iterations ahead, and the carried pointers run that far ahead: in place when only
-that slice reads them, else as shadow iter args next to the originals, which the rest of the
-body keeps reading at the current iteration.
+tt.dot` (a tensor-core or an FMA dot) becomes an asynchronous copy
+(`ttg.async_copy_global_to_local`, cp.async) into one slot of a `num_stages`-deep shared buffer,
+each copy committed as a group of its own (`ttg.async_commit_group`), as Triton commits them. A
+prologue issues the copies of the first num_stages-1 iterations; iteration i waits for its own
+groups, whose `!ttg.async.token`s the loop carries from the iteration that issued them
+(`ttg.async_wait %tokens {num = (num_stages-2) * copies}`: the later iterations' groups may stay
+pending; the wait also fences the CTA, and the reads of the slots take its token), issues the
+copies of iteration i+num_stages-1 into the slot iteration i-1 read, then runs the dot on slot
+i % num_stages. Copies past the loop's end are masked off (zero-filled, no memory read). The
+ops computing a load's pointer and mask (its "stage 0" slice, including the loop-carried
+pointer increments) are cloned with the induction variable moved num_stages-1 iterations
+ahead, and the carried pointers run that far ahead: in place when only that slice reads them,
+else as shadow iter args next to the originals, which the rest of the body keeps reading at the
+current iteration.
 """
 from __future__ import annotations
 
 from compiler.codegen import vector_width as vw
 from compiler.dialects import arith, tt
 from compiler.dialects.scf import ForOp
-from compiler.dialects.ttg import (AsyncCommitGroupOp, AsyncCopyGlobalToLocalOp, AsyncWaitOp,
-                                   BarrierOp, LocalAllocOp, LocalDeallocOp, LocalLoadOp,
-                                   MemDescIndexOp, NVMMASharedEncoding, SwizzledSharedEncoding,
-                                   replace_buffer)
+from compiler.dialects.ttg import (ASYNC_TOKEN, MEMDESC_VIEWS, AsyncCommitGroupOp,
+                                   AsyncCopyGlobalToLocalOp, AsyncWaitOp, BarrierOp, LocalAllocOp,
+                                   LocalDeallocOp, LocalLoadOp, MemDescIndexOp,
+                                   NVMMASharedEncoding, SwizzledSharedEncoding, replace_buffer)
 from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, BarrierExpectOp,
                                     FenceAsyncSharedOp, InitBarrierOp, InvalBarrierOp,
                                     WaitBarrierOp, WarpGroupDotWaitOp)
@@ -228,13 +232,15 @@ def _slot_view(emit: _Emitter, buffer: Value, slot: Value, loc=None) -> Value:
 
 
 def _issue_stage(emit: _Emitter, loop: ForOp, ops: list, loads: list, buffers: dict,
-                 mapping: dict, iv: Value, slot: Value, barriers: Value | None = None) -> None:
+                 mapping: dict, iv: Value, slot: Value, barriers: Value | None = None) -> list:
     """Clone the stage-0 `ops` under `mapping` (the iteration whose induction value is `iv`),
     turning each load into an asynchronous copy into slot `slot` of its buffer, masked off when
-    `iv` is past the loop's end; then commit the group. Descriptor loads become TMA copies
-    completing on the slot's mbarrier of `barriers`, announced by one expect of their bytes."""
+    `iv` is past the loop's end, committed as a group of its own; returns the groups' tokens in
+    load order. Descriptor loads become TMA copies completing on the slot's mbarrier of
+    `barriers`, announced by one expect of their bytes."""
     ub = loop.operands[1]
     in_range = emit.op(arith.CmpIOp, [iv, ub], [i1], {"predicate": StringAttr("slt")}).results[0]
+    groups = []
     tma_loads = [op for op in ops if isinstance(op, tt.DescriptorLoadOp) and op in buffers]
     if tma_loads:
         barrier = _slot_view(emit, barriers, slot, loop.loc)
@@ -262,9 +268,23 @@ def _issue_stage(emit: _Emitter, loop: ForOp, ops: list, loads: list, buffers: d
         buffer = buffers[op]
         view_type = MemDescType(t.shape, buffer.type.element, buffer.type.encoding, True)
         view = emit.op(MemDescIndexOp, [buffer, slot], [view_type], loc=op.loc).results[0]
-        emit.op(AsyncCopyGlobalToLocalOp, [ptr, view, mask], [], loc=op.loc)
-    if len(tma_loads) < len([op for op in ops if op in buffers]):
-        emit.op(AsyncCommitGroupOp, [], [], loc=loop.loc)
+        copy = emit.op(AsyncCopyGlobalToLocalOp, [ptr, view, mask], [ASYNC_TOKEN], loc=op.loc)
+        groups.append(emit.op(AsyncCommitGroupOp, copy.results, [ASYNC_TOKEN],
+                              loc=op.loc).results[0])
+    return groups
+
+
+def _local_loads_of(buffer: Value) -> list:
+    """The `ttg.local_load`s reading `buffer`, directly or through `MEMDESC_VIEWS`."""
+    found, work = [], [buffer]
+    while work:
+        value = work.pop()
+        for user in value.users():
+            if isinstance(user, MEMDESC_VIEWS) and user.operands[0] is value:
+                work.append(user.results[0])
+            elif isinstance(user, LocalLoadOp) and user.operands[0] is value:
+                found.append(user)
+    return found
 
 
 def _iv_ahead(emit: _Emitter, loop: ForOp, iterations: int) -> Value | None:
@@ -367,22 +387,27 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     barriers = _stage_barriers(before, stages, loop.loc) if tma_loads else None
     lookahead = _iv_ahead(before, loop, stages - 1)
     current = {index: loop.init_args[index] for index in carried}
+    issued = []         # per prologue iteration, its copy groups' tokens
     for p in range(stages - 1):
         iv = _plus(before, loop.operands[0], _iv_ahead(before, loop, p))
         mapping = {loop.induction_var: iv}
         mapping.update({loop.iter_args[j]: current[j] for j in carried})
-        _issue_stage(before, loop, ordered, loads, buffers, mapping, iv, before.const(p),
-                     barriers)
+        issued.append(_issue_stage(before, loop, ordered, loads, buffers, mapping, iv,
+                                   before.const(p), barriers))
         current = {j: mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried}
+    # the loop carries the tokens of the groups in flight: per group (a load's copies) those of
+    # iterations i .. i+stages-2, in Triton's order
+    in_flight = [issued[p][g] for g in range(copies) for p in range(stages - 1)]
     shadows = [current[j] for j in carried] if shadowed else []
     if not shadowed:
         for j in carried:
             loop.set_operand(3 + j, current[j])
 
-    # the loop: the shadows, then two more carried indices (slot to fill, slot to read)
+    # the loop: the shadows, two more carried indices (slot to fill, slot to read), the tokens
     new_loop = ForOp(list(loop.operands) + shadows + [before.const(stages - 1),
-                                                      before.const(0)],
-                     [r.type for r in loop.results] + [v.type for v in shadows] + [i32, i32],
+                                                      before.const(0)] + in_flight,
+                     [r.type for r in loop.results] + [v.type for v in shadows] + [i32, i32]
+                     + [ASYNC_TOKEN] * len(in_flight),
                      dict(loop.attributes), [], loop.loc)
     region = loop.regions.pop()
     new_loop.add_region(region)
@@ -393,10 +418,16 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     shadow_args = [body.add_argument(v.type, new_loop.loc) for v in shadows]
     insert_slot = body.add_argument(i32, new_loop.loc)
     extract_slot = body.add_argument(i32, new_loop.loc)
+    tokens = [[body.add_argument(ASYNC_TOKEN, new_loop.loc) for _ in range(stages - 1)]
+              for _ in range(copies)]       # [group][iteration - i], as in_flight
 
     top = _Emitter(body.ops[0])
+    waited = None
     if copies:
-        top.op(AsyncWaitOp, [], [], {"num": IntegerAttr(stages - 2, i32)}, loc=new_loop.loc)
+        # this iteration's groups; the (stages-2) later iterations' may still be pending
+        waited = top.op(AsyncWaitOp, [group[0] for group in tokens], [ASYNC_TOKEN],
+                        {"num": IntegerAttr((stages - 2) * copies, i32)},
+                        loc=new_loop.loc).results[0]
     if tma_loads:
         _wait_stage_barrier(top, new_loop, barriers, extract_slot, stages)
     for load, alloc in pairs:
@@ -406,13 +437,16 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
             here = _Emitter(load)
             view = here.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
                            loc=load.loc).results[0]
-            value = here.op(LocalLoadOp, [view], [load.results[0].type], loc=load.loc)
+            value = here.op(LocalLoadOp, [view, waited], [load.results[0].type], loc=load.loc)
             load.results[0].replace_all_uses_with(value.results[0])
             continue
         view = top.op(MemDescIndexOp, [buffers[load], extract_slot], [slot_type],
                       loc=alloc.loc).results[0]
         replace_buffer(alloc.results[0], view)
         alloc.erase()
+        if not isinstance(load, tt.DescriptorLoadOp):     # its reads follow the cp.async wait
+            for reader in _local_loads_of(view):
+                reader._append_operand(waited)
     released = relax_dot_waits(body, ctx)
     if released is not None:
         # wgmma of iteration i runs while iteration i+1's copies are issued: once iteration
@@ -427,7 +461,8 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     iv = _plus(issue, new_loop.induction_var, lookahead)
     mapping = {new_loop.induction_var: iv}
     mapping.update({new_loop.iter_args[j]: arg for j, arg in zip(carried, shadow_args)})
-    _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot, barriers)
+    issued = _issue_stage(issue, new_loop, ordered, loads, buffers, mapping, iv, insert_slot,
+                          barriers)
 
     end = _Emitter(yield_op)
     ahead = [mapping.get(yield_op.operands[j], yield_op.operands[j]) for j in carried]
@@ -448,6 +483,9 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
                           {"predicate": StringAttr("sge")}).results[0]
         wrapped = end.op(arith.SelectOp, [past_end, zero, bumped], [i32]).results[0]
         yield_op._append_operand(wrapped)
+    for group, new in zip(tokens, issued):       # one iteration on: drop i's, add i+stages-1's
+        for value in group[1:] + [new]:
+            yield_op._append_operand(value)
     for op in reversed(ordered):        # the original stage-0 ops are dead now
         if not any(r.has_uses() for r in op.results):
             op.erase()
@@ -455,7 +493,7 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
     after = new_loop.parent.ops[new_loop.parent.ops.index(new_loop) + 1]
     tail = _Emitter(after)
     if copies:
-        tail.op(AsyncWaitOp, [], [], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
+        tail.op(AsyncWaitOp, [], [ASYNC_TOKEN], {"num": IntegerAttr(0, i32)}, loc=new_loop.loc)
     if released is not None:
         _wait_after(tail, new_loop)
     if tma_loads:           # copies past the end were never issued: the barriers are idle
@@ -472,12 +510,14 @@ def pipeline_loop(loop: ForOp, stages: int, ctx: PassContext, axis) -> bool:
 
 @register_pass
 class Pipeline(Pass):
-    """Software-pipelines loops whose tensor-core dot operands are loaded from global memory and
-    staged in shared memory: the loads become cp.async copies into a num_stages-deep shared
-    buffer issued num_stages-1 iterations ahead, so memory traffic overlaps the math (Triton's
-    sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides the option, which defaults to
-    the compile option num_stages; 1 leaves loops alone. Loop nests marked `tt.flatten`
-    (`tl.range(flatten=True)`) are first made one loop (passes/loop_flatten.py)."""
+    """Software-pipelines loops whose dot operands (tensor-core or FMA dots) are loaded from
+    global memory and staged in shared memory: the loads become cp.async copies into a
+    num_stages-deep shared buffer issued num_stages-1 iterations ahead, one commit group each,
+    whose async tokens the loop carries to the wait before their reads, so memory traffic
+    overlaps the math (Triton's sm_80 pipeliner). A loop's `tt.num_stages` attribute overrides
+    the option, which defaults to the compile option num_stages; 1 leaves loops alone. Loop
+    nests marked `tt.flatten` (`tl.range(flatten=True)`) are first made one loop
+    (passes/loop_flatten.py)."""
 
     name = "pipeline"
     stage = "ttgir"

@@ -117,8 +117,8 @@ def test_each_step_copies_qT_once_and_m_and_delta_asynchronously():
         CHECK: ttng.warp_group_dot
         CHECK: ttg.local_load {{.*}} : !ttg.memdesc<16xf32, [[VEC]], #smem, mutable> -> tensor<16xf32
         CHECK: ttg.memdesc_trans {{.*}} !ttg.memdesc<64x16xf16, [[QT]], #smem, mutable> -> !ttg.memdesc<16x64xf16
-        CHECK: ttg.async_copy_global_to_local {{.*}} -> !ttg.memdesc<64x16xf16, [[QT]], #smem, mutable>
-        CHECK: ttg.async_copy_global_to_local {{.*}} -> !ttg.memdesc<16xf32, [[VEC]], #smem, mutable>
+        CHECK: ttg.async_copy_global_to_local {{.*}} -> <64x16xf16, [[QT]], #smem, mutable>
+        CHECK: ttg.async_copy_global_to_local {{.*}} -> <16xf32, [[VEC]], #smem, mutable>
         CHECK: scf.yield
     """
     text = compiled.asm["ttgir"]

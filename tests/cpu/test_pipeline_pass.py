@@ -3,6 +3,7 @@ loop and the epilogue; the loops it must leave alone (no dot, num_stages=1); the
 round-trips through the parser; and ptxas accepts the result with cp.async and no spills."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -33,26 +34,29 @@ def test_pipelines_the_matmul_k_loop_with_three_stages():
         CHECK: %[[A:[a-z_0-9]+]] = ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x128x64xf16, #shared, #smem, mutable>
         CHECK: %[[B:[a-z_0-9]+]] = ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x64x128xf16, #shared, #smem, mutable>
         CHECK: ttg.memdesc_index %[[A]][
-        CHECK: ttg.async_copy_global_to_local {{.*}} mask
+        CHECK-NEXT: %[[CA0:[a-z_0-9]+]] = ttg.async_copy_global_to_local {{.*}} mask {{.*}} -> <128x64xf16
+        CHECK-NEXT: %[[GA0:[a-z_0-9]+]] = ttg.async_commit_group tokens %[[CA0]]
         CHECK: ttg.memdesc_index %[[B]][
-        CHECK: ttg.async_copy_global_to_local {{.*}} mask
-        CHECK: ttg.async_commit_group
+        CHECK-NEXT: %[[CB0:[a-z_0-9]+]] = ttg.async_copy_global_to_local {{.*}} mask
+        CHECK-NEXT: %[[GB0:[a-z_0-9]+]] = ttg.async_commit_group tokens %[[CB0]]
         CHECK: ttg.async_copy_global_to_local
+        CHECK-NEXT: %[[GA1:[a-z_0-9]+]] = ttg.async_commit_group
         CHECK: ttg.async_copy_global_to_local
-        CHECK: ttg.async_commit_group
+        CHECK-NEXT: %[[GB1:[a-z_0-9]+]] = ttg.async_commit_group
         CHECK-NOT: ttg.async_copy_global_to_local
-        CHECK: scf.for
-        CHECK-NEXT: ttg.async_wait {num = 1 : i32}
+        CHECK: scf.for {{.*}}, %[[TA0:[a-z_0-9]+]] = %[[GA0]], %[[TA1:[a-z_0-9]+]] = %[[GA1]], %[[TB0:[a-z_0-9]+]] = %[[GB0]], %[[TB1:[a-z_0-9]+]] = %[[GB1]])
+        CHECK-NEXT: %[[W:[a-z_0-9]+]] = ttg.async_wait %[[TA0]], %[[TB0]] {num = 2 : i32}
         CHECK-NEXT: ttg.memdesc_index %[[A]][%
         CHECK-NEXT: ttg.memdesc_index %[[B]][%
         CHECK-NOT: tt.load
         CHECK: ttg.async_copy_global_to_local
+        CHECK-NEXT: %[[NA:[a-z_0-9]+]] = ttg.async_commit_group
         CHECK: ttg.async_copy_global_to_local
-        CHECK: ttg.async_commit_group
-        CHECK: ttg.local_load
-        CHECK: ttg.local_load
+        CHECK-NEXT: %[[NB:[a-z_0-9]+]] = ttg.async_commit_group
+        CHECK: ttg.local_load {{.*}} token %[[W]] :
+        CHECK: ttg.local_load {{.*}} token %[[W]] :
         CHECK: tt.dot
-        CHECK: scf.yield
+        CHECK: scf.yield {{.*}}, %[[TA1]], %[[NA]], %[[TB1]], %[[NB]] :
         CHECK: ttg.async_wait {num = 0 : i32}
         CHECK-NEXT: ttg.local_dealloc %[[A]]
         CHECK-NEXT: ttg.local_dealloc %[[B]]
@@ -64,13 +68,14 @@ def test_pipelines_the_matmul_k_loop_with_three_stages():
                if r.name == "pipeline")
 
 
-@pytest.mark.parametrize("stages,wait", [(2, 0), (4, 2)])
+@pytest.mark.parametrize("stages,wait", [(2, 0), (4, 4)])
 def test_stage_count_sets_prologue_and_wait(stages, wait):
+    # one group per copy (two a step): the wait leaves the stages-2 later steps' groups pending
     compiled, _, _ = compile_matmul(128, 128, 128, (64, 64, 32), 4, num_stages=stages)
     text = _ttgir(compiled)
     loop_at = text.index("scf.for")
-    assert text[:loop_at].count("ttg.async_commit_group") == stages - 1
-    assert f"ttg.async_wait {{num = {wait} : i32}}" in text[loop_at:]
+    assert text[:loop_at].count("ttg.async_commit_group") == 2 * (stages - 1)
+    assert re.search(rf"ttg.async_wait %\w+, %\w+ {{num = {wait} : i32}}", text[loop_at:])
     assert f"!ttg.memdesc<{stages}x64x32xf16" in text
 
 
@@ -118,7 +123,7 @@ def test_ptxas_accepts_pipelined_matmul_without_spills(block, warps, monkeypatch
     compiled, _, _ = compile_matmul(4096, 4096, 4096, block, warps, stop_after="cubin")
     ptx = compiled.asm["ptx"]
     assert "cp.async.cg.shared.global" in ptx
-    assert "cp.async.commit_group" in ptx and "cp.async.wait_group 1" in ptx
+    assert "cp.async.commit_group" in ptx and "cp.async.wait_group 2" in ptx
     info = compiled.trace.cubin_info
     assert info.get("registers"), info
     assert info["spill_stores"] == 0 and info["spill_loads"] == 0, info["report"]

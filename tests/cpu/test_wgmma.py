@@ -85,7 +85,7 @@ def test_sm90_matmul_gets_wgmma_with_nvmma_operands_and_an_async_pipeline():
         CHECK: ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x128x64xf16, #[[S]], #smem, mutable>
         CHECK: ttg.local_alloc {{.*}}: () -> !ttg.memdesc<3x64x256xf16, #[[S]], #smem, mutable>
         CHECK: scf.for
-        CHECK: ttg.async_wait {num = 1 : i32}
+        CHECK: ttg.async_wait %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} {num = 2 : i32}
         CHECK: ttng.warp_group_dot {{.*}} {isAsync = true} : !ttg.memdesc<128x64xf16, #[[S]], #smem, mutable> * !ttg.memdesc<64x256xf16, #[[S]], #smem, mutable> -> tensor<128x256xf32, #mma>
         CHECK-NEXT: ttng.warp_group_dot_wait {{.*}} {pendings = 1 : i32}
         CHECK-NEXT: gpu.barrier
