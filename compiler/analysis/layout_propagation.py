@@ -130,6 +130,34 @@ def permute_blocked(encoding: BlockedEncoding, order: tuple) -> BlockedEncoding:
                            tuple(inverse[d] for d in encoding.order))
 
 
+def reshaped_encoding(encoding, src_shape: tuple, dst_shape: tuple):
+    """The layout of a row-major `tt.reshape` to `dst_shape` of a tensor of `src_shape` held in
+    `encoding` in which every thread keeps its elements (no data moves): a `#ttg.linear`
+    encoding (None when `encoding` has no linear form)."""
+    from compiler.analysis.conversion import reshaped_in_source
+    from compiler.analysis.layout_to_linear import to_linear_encoding, to_linear_layout
+    try:
+        layout = to_linear_layout(encoding, tuple(src_shape))
+        return to_linear_encoding(reshaped_in_source(layout, tuple(dst_shape)))
+    except Exception:           # no linear form for this encoding: the caller keeps its default
+        return None
+
+
+def transposed_encoding(encoding, shape: tuple, order: tuple):
+    """The layout of `tt.trans(x, order)` when x (of `shape`) has layout `encoding`, with the
+    same threads holding the same elements: a blocked layout stays blocked (`permute_blocked`),
+    others become `#ttg.linear` (None when `encoding` has no linear form)."""
+    if isinstance(encoding, BlockedEncoding):
+        return permute_blocked(encoding, tuple(order))
+    from compiler.analysis.layout_to_linear import (_permute_dims, to_linear_encoding,
+                                                    to_linear_layout)
+    try:
+        return to_linear_encoding(_permute_dims(to_linear_layout(encoding, tuple(shape)),
+                                                tuple(order)))
+    except Exception:
+        return None
+
+
 def is_elementwise(op: Operation) -> bool:
     """Ops that apply one scalar function element by element (all tensors share a layout)."""
     return op.has_trait(Elementwise) or op.has_trait(SameOperandsAndResultType)

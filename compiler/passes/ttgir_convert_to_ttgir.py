@@ -4,26 +4,28 @@ from __future__ import annotations
 import re
 
 from compiler.dialects.scf import ConditionOp, ForOp, IfOp, YieldOp
-from compiler.dialects.tt import BroadcastOp, DotOp, ExpandDimsOp, ReduceOp, ScanOp, TransOp
+from compiler.dialects.tt import (BroadcastOp, DotOp, ExpandDimsOp, ReduceOp, ReshapeOp, ScanOp,
+                                  TransOp)
 from compiler.dialects.ttg import DotOperandEncoding, SliceEncoding
 from compiler.ir.attributes import StringAttr, int_attr
 from compiler.ir.core import Block, Module, Operation
 from compiler.ir.traits import HasCombineRegion
 from compiler.ir.types import TensorType
 
-from compiler.analysis.layout_propagation import default_blocked, encoding_of, permute_blocked
+from compiler.analysis.layout_propagation import (default_blocked, encoding_of, permute_blocked,
+                                                  reshaped_encoding, transposed_encoding)
 
 from .base import Option, Pass, PassContext, register_pass
 from .requirements import LAYOUTS, NUM_WARPS, SHARED_ALLOCATED
-from .ttgir_rewrite import insert_convert, set_encoding
+from .ttgir_rewrite import insert_convert, same_layout, set_encoding
 
 
 @register_pass
 class ConvertTritonToTritonGPU(Pass):
     """Assigns every tensor Triton's default blocked layout for its shape (one element per
     thread per tile, lanes and warps spread over the last dim first). Reductions give slices of
-    their operand's layout, expand_dims takes a slice of its result's, broadcast and trans keep
-    their operand's threads, and tt.dot operands get #ttg.dot_op layouts of the accumulator's;
+    their operand's layout, expand_dims takes a slice of its result's, broadcast, trans and
+    reshape keep their operand's threads (no data moves), and tt.dot operands get #ttg.dot_op layouts of the accumulator's;
     a ttg.convert_layout goes wherever an operand arrives in another layout. Later passes
     (coalesce, remove-layout-conversions) choose better layouts and delete the conversions."""
 
@@ -96,8 +98,9 @@ class ConvertTritonToTritonGPU(Pass):
             for r in op.results:
                 set_encoding(r, encoding_of(op.operands[0]))
         elif isinstance(op, TransOp):
-            self._require_default(op)
-            set_encoding(op.results[0], permute_blocked(encoding_of(op.src), op.order))
+            self._convert_trans(op)
+        elif isinstance(op, ReshapeOp):
+            self._convert_reshape(op)
         elif isinstance(op, DotOp):
             self._convert_dot(op)
         elif isinstance(op, YieldOp):
@@ -117,6 +120,29 @@ class ConvertTritonToTritonGPU(Pass):
                 for arg in block.args:
                     self._assign_default(arg)
                 self._convert_block(block)
+
+    def _convert_trans(self, op: Operation) -> None:
+        """trans keeps its operand's threads: the result is the operand's layout permuted."""
+        result = transposed_encoding(encoding_of(op.src), op.src.type.shape, op.order)
+        if result is None:
+            self._require_default(op)
+            result = permute_blocked(encoding_of(op.src), op.order)
+        set_encoding(op.results[0], result)
+
+    def _convert_reshape(self, op: Operation) -> None:
+        """A reshape keeps every element in its thread, as Triton infers it: the result's layout
+        is the operand's seen over the new shape (`#ttg.linear`), so the reshape moves no data
+        and a later conversion (where a user needs another layout) does it, once."""
+        result = reshaped_encoding(encoding_of(op.src), op.src.type.shape,
+                                   op.results[0].type.shape)
+        if result is None:
+            self._require_default(op)
+            self._assign_default(op.results[0])
+            return
+        default = self._default(op.results[0].type.shape)
+        if same_layout(result, default, op.results[0].type.shape):
+            result = default            # the default blocked layout under its own name
+        set_encoding(op.results[0], result)
 
     def _require_same_as_first(self, op: Operation) -> None:
         """Operands after the first (a multi-operand scan's) follow the first one's layout."""

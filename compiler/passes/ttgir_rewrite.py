@@ -90,6 +90,67 @@ def recreate_in_layout(op: Operation, encoding) -> Value | None:
     return clone.result
 
 
+def exchange_keeping_threads(op: Operation, src_encoding):
+    """The result layout in which reshape/trans `op`, given its operand in `src_encoding`,
+    moves no data (every element stays in its thread), or None when there is none."""
+    from compiler.analysis.layout_propagation import reshaped_encoding, transposed_encoding
+    from compiler.dialects.tt import ReshapeOp, TransOp
+    shape = op.operands[0].type.shape
+    if isinstance(op, ReshapeOp):
+        return reshaped_encoding(src_encoding, shape, op.results[0].type.shape)
+    if isinstance(op, TransOp):
+        return transposed_encoding(src_encoding, shape, op.attributes["order"].values)
+    return None
+
+
+def same_layout(a, b, shape) -> bool:
+    """Whether layouts `a` and `b` place every element of a `shape` tensor in the same
+    register of the same thread (a `#ttg.linear` and the blocked layout it spells, say)."""
+    if a == b:
+        return True
+    from compiler.analysis.layout_to_linear import to_linear_layout
+    try:
+        return to_linear_layout(a, tuple(shape)) == to_linear_layout(b, tuple(shape))
+    except Exception:           # a layout without a linear form: only equal ones are the same
+        return False
+
+
+def _moves_data(op: Operation) -> bool:
+    """Whether reshape/trans `op` moves elements between threads in its current layouts."""
+    kept = exchange_keeping_threads(op, op.operands[0].type.encoding)
+    result = op.results[0].type
+    return kept is None or not same_layout(kept, result.encoding, result.shape)
+
+
+def _push_through_exchange(conv: Operation) -> bool:
+    """A conversion whose one user is a reshape/trans goes after it: the reshape/trans takes
+    the conversion's source and keeps every element in its thread, and one conversion to its
+    old result layout follows, where it may merge with the next one (a chain of reshapes and
+    transposes then moves its data once, at its end, as Triton's does)."""
+    users = conv.results[0].users()
+    if len(users) != 1 or not users[0].has_trait(LayoutExchange) or \
+            len(conv.results[0].uses) != 1:
+        return False
+    exchange = users[0]
+    source = conv.operands[0]
+    kept = exchange_keeping_threads(exchange, source.type.encoding)
+    if kept is None:
+        return False
+    result = exchange.results[0]
+    old = result.type.encoding
+    if same_layout(kept, old, result.type.shape):
+        kept = old                  # the same threads hold the same elements: keep its name
+    uses = list(result.uses)
+    exchange.set_operand(0, source)
+    set_encoding(result, kept)
+    if uses and kept != old:
+        back = insert_convert_after(result, old, exchange.loc)
+        for user, index in uses:
+            user.set_operand(index, back)
+    conv.erase()
+    return True
+
+
 def _feeds_only_exchanges(conv: Operation) -> bool:
     """Whether every user of conversion `conv` is a reshape/trans and its source is in a plain
     distributed (blocked or slice) layout, so the users can take the source directly."""
@@ -117,6 +178,14 @@ def fold_converts(module: Module, ctx: PassContext) -> bool:
             ctx.record_pattern("fold identity convert_layout")
             changed = True
             continue
+        if len(src.uses) == 1 and src.owner_op is not None and \
+                src.owner_op.has_trait(LayoutExchange) and \
+                same_layout(src.type.encoding, dst_type.encoding, dst_type.shape):
+            set_encoding(src, dst_type.encoding)    # the same layout under another name
+            op.replace_with([src])
+            ctx.record_pattern("fold convert_layout between two names of one layout")
+            changed = True
+            continue
         producer = src.owner_op
         if isinstance(producer, ConvertLayoutOp):
             inner = producer.operands[0]
@@ -127,13 +196,19 @@ def fold_converts(module: Module, ctx: PassContext) -> bool:
             ctx.record_pattern("fold convert_layout chain")
             changed = True
             continue
+        if _push_through_exchange(op):
+            ctx.record_pattern("move convert_layout after the reshape/trans (which then keeps "
+                               "every element in its thread)")
+            changed = True
+            continue
         if _feeds_only_exchanges(op):
             op.replace_with([src])
             ctx.record_pattern("fold convert_layout into the reshape/trans that moves its data")
             changed = True
             continue
         if producer is not None and producer.has_trait(LayoutExchange) and len(src.uses) == 1 \
-                and isinstance(dst_type.encoding, (BlockedEncoding, SliceEncoding)):
+                and isinstance(dst_type.encoding, (BlockedEncoding, SliceEncoding)) \
+                and _moves_data(producer):
             set_encoding(src, dst_type.encoding)
             op.replace_with([src])
             ctx.record_pattern("absorb convert_layout into the reshape/trans that makes its value")

@@ -187,14 +187,16 @@ def test_samples_match_tritons_layout_and_memory_ops(reference, reference_dir):
 
 def test_transpose_needs_and_gets_a_conversion():
     """tl.trans of a loaded block changes which thread holds which element: the data moves
-    through shared memory once, in the tt.trans itself (remove-layout-conversions gives it the
-    store's layout, so no ttg.convert_layout is left): the PTX stores to and loads from shared
-    memory with a barrier between."""
+    through shared memory once, as in Triton: the tt.trans keeps every element in its thread
+    (its result is the operand's layout permuted) and one ttg.convert_layout brings it into
+    the store's layout; the PTX stores to and loads from shared memory with a barrier
+    between."""
     compiled = transpose_kernel.warmup("*fp32:16", "*fp32:16", "i32", "i32", grid=(1, 1),
                                        BLOCK_M=32, BLOCK_N=32, num_warps=4)
     ttgir = compiled.asm["ttgir"]
     assert "tt.trans" in ttgir
-    assert ttgir.count("ttg.convert_layout") == 0
+    assert ttgir.count("ttg.convert_layout") == 1
+    assert re.search(r"tt\.trans %\S+ \{order", ttgir)          # no shared memory of its own
     ptx = compiled.asm["ptx"]
     stores = [m.start() for m in re.finditer(r"\bst\.shared", ptx)]
     loads = [m.start() for m in re.finditer(r"\bld\.shared", ptx)]

@@ -12,6 +12,7 @@ from compiler.analysis.layout_propagation import warps_along
 from compiler.dialects.ttg import BlockedEncoding
 from compiler.ir.parser import parse_module
 from compiler.passes.manager import DEFAULT_PIPELINES
+from compiler.analysis.layout_propagation import permute_blocked
 from tests.cpu.pass_helpers import patterns_fired, run_pipeline
 from tests.cpu.ttgir_kernels import KERNELS
 
@@ -24,7 +25,7 @@ GOLDEN = {
     "reduce_axis1": (0, 4),
     "row_softmax": (0, 4),
     "masked_2d": (0, 4),        # the mask is constant over 16 columns (N is a multiple of 16)
-    "transpose": (0, 4),        # loaded rows become columns in the tt.trans itself
+    "transpose": (1, 4),        # loaded rows become columns in one conversion after tt.trans
     "int_ops": (0, 2),          # 256 elements over 128 threads: 2 each
     "half": (0, 8),             # 16-bit elements: 8 per 16-byte access
     "scan": (0, 4),
@@ -70,20 +71,22 @@ def test_reductions_along_each_axis_use_the_load_layout():
     assert module.attributes["ttg.shared"].value >= 4 * 64 * 4
 
 
-def test_transpose_moves_its_data_once_in_the_trans():
-    # tt.trans is lowered through shared memory from any layout into any layout, so the
-    # conversion the store needs is absorbed into it: rows are loaded coalesced along dim 1,
-    # the transposed tile is stored coalesced along its dim 1, and no convert_layout is left.
+def test_transpose_moves_its_data_once_after_the_trans():
+    # as in Triton, tt.trans keeps every element in its thread (its result is the load's
+    # layout permuted) and one convert_layout after it brings the tile into the store's
+    # coalesced layout: rows are loaded coalesced along dim 1, the transposed tile is stored
+    # coalesced along its dim 1, and the data crosses shared memory once.
     module, _, trace = compile_kernel("transpose")
     trans = next(op for op in module.walk() if op.name == "tt.trans")
     store = next(op for op in module.walk() if op.name == "tt.store")
+    converts = [op for op in module.walk() if op.name == "ttg.convert_layout"]
     src, dst = trans.operands[0].type.encoding, trans.results[0].type.encoding
-    assert isinstance(dst, BlockedEncoding)
-    assert dst.order == (1, 0) and src.order == (1, 0)      # both contiguous along dim 1
-    assert store.operands[1] is trans.results[0] and store.operands[0].type.encoding == dst
-    assert not any(op.name == "ttg.convert_layout" for op in module.walk())
-    assert patterns_fired(trace)[
-        "absorb convert_layout into the reshape/trans that makes its value"] >= 1
+    assert isinstance(src, BlockedEncoding) and src.order == (1, 0)
+    assert dst == permute_blocked(src, (1, 0))              # the same threads, dims renamed
+    assert len(converts) == 1 and converts[0].operands[0] is trans.results[0]
+    assert store.operands[1] is converts[0].results[0]
+    assert store.operands[0].type.encoding.order == (1, 0)
+    assert "allocation.offset" not in trans.attributes
     assert module.attributes["ttg.shared"].value == 32 * 64 * 4
 
 

@@ -227,16 +227,22 @@ module {ATTRS} {{
 """
 
 
-def test_conversion_feeding_a_reshape_is_folded_into_it():
+def test_conversion_feeding_a_reshape_moves_after_it_and_cancels():
+    """The conversion in front of a reshape goes after it (the reshape then keeps every
+    element in its thread, as Triton's); behind the second reshape back it converts into the
+    layout the load had, so it disappears: the round trip moves no data at all."""
     text, trace = run_pipeline(reshape_kernel(False), "remove-layout-conversions",
                                stage="ttgir")
     filecheck(text, """
         CHECK: %v = tt.load
         CHECK-NOT: ttg.convert_layout
-        CHECK: tt.reshape %v : tensor<512xf32, #blocked> -> tensor<16x32xf32, #blocked1>
+        CHECK: tt.reshape %v : tensor<512xf32, #blocked> -> tensor<16x32xf32, #linear>
+        CHECK-NEXT: tt.reshape %t : tensor<16x32xf32, #linear> -> tensor<512xf32, #blocked>
+        CHECK-NOT: ttg.convert_layout
+        CHECK: tt.store
     """)
-    assert patterns_fired(trace)[
-        "fold convert_layout into the reshape/trans that moves its data"] == 1
+    assert patterns_fired(trace)["move convert_layout after the reshape/trans (which then "
+                                 "keeps every element in its thread)"] == 2
 
 
 def test_conversion_with_other_users_is_not_folded_into_a_reshape():
