@@ -8,8 +8,8 @@ live in one place. Which thread holds which element is `compiler.analysis.layout
 """
 from __future__ import annotations
 
-from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding,
-                                   SliceEncoding)
+from compiler.dialects.ttg import (BlockedEncoding, DotOperandEncoding, LinearEncoding,
+                                   NvidiaMmaEncoding, SliceEncoding)
 from compiler.dialects.tt import ExpandDimsOp, ReduceOp, TransOp
 from compiler.ir.core import Operation, Value
 from compiler.ir.traits import Elementwise, SameOperandsAndResultLayout, SameOperandsAndResultType
@@ -85,6 +85,14 @@ def order_of(encoding) -> tuple:
         return order_of(encoding.parent)
     if isinstance(encoding, NvidiaMmaEncoding):
         return default_order(encoding.rank)
+    if isinstance(encoding, LinearEncoding):
+        # the order the register, then lane, then warp bases first move along the dims (as
+        # layout_to_linear.linear_order); dims no basis moves along last, last dim first
+        order = []
+        for bases in (encoding.register, encoding.lane, encoding.warp):
+            for vec in bases:
+                order += [dim for dim, v in enumerate(vec) if v and dim not in order]
+        return tuple(order + [d for d in range(encoding.rank - 1, -1, -1) if d not in order])
     raise TypeError(f"no dim order for layout {encoding}")
 
 
