@@ -105,6 +105,13 @@ def special_register(builder: ir.IRBuilder, name: str):
     return call_intrinsic(builder, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
 
 
+def linear_program_id(builder: ir.IRBuilder):
+    """The program's linear id (i64): ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z)."""
+    x, y, z = (special_register(builder, f"ctaid.{a}") for a in "xyz")
+    nx, ny = (special_register(builder, f"nctaid.{a}") for a in "xy")
+    return builder.zext(builder.add(x, builder.mul(nx, builder.add(y, builder.mul(ny, z)))), I64)
+
+
 def inline_ptx(builder: ir.IRBuilder, ret: ir.Type, asm: str, constraints: str, args: list,
                side_effect: bool = True):
     """Emit an inline PTX block."""

@@ -30,7 +30,8 @@ from compiler.analysis.profile_regions import (HEADER_WORDS, KIND_SHIFT, PROFILE
                                                block_words)
 from compiler.dialects import tt
 
-from .llvm_helpers import GLOBAL_PTR, I32, I64, inline_ptx, special_register, type_bits
+from .llvm_helpers import (GLOBAL_PTR, I32, I64, inline_ptx, linear_program_id,
+                           special_register, type_bits)
 
 #: Registers per tying asm (wide tensors and mma accumulators take several asms).
 TIE_CHUNK = 32
@@ -53,10 +54,7 @@ class _WarpState:
         tid = special_register(b, "tid.x")
         lane = b.and_(tid, ir.Constant(I32, 31))
         warp = b.lshr(tid, ir.Constant(I32, 5))
-        x, y, z = (special_register(b, f"ctaid.{a}") for a in "xyz")
-        nx, ny = (special_register(b, f"nctaid.{a}") for a in "xy")
-        program = b.add(x, b.mul(nx, b.add(y, b.mul(ny, z))))
-        self.program = b.zext(program, I64)
+        self.program = linear_program_id(b)
         self.warp_tag = b.shl(b.zext(warp, I64), ir.Constant(I64, WARP_SHIFT))
         slot = b.add(b.mul(self.program, ir.Constant(I64, ctx.num_warps)), b.zext(warp, I64))
         self.base = b.add(address, b.mul(slot, ir.Constant(I64, 8 * block_words(slots))))

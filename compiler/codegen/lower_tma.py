@@ -15,7 +15,7 @@ from llvmlite import ir
 from compiler.dialects import ttg, ttng
 
 from .lowering_errors import LoweringError
-from .llvm_helpers import I64, barrier, i32, inline_ptx, special_register
+from .llvm_helpers import I64, barrier, i32, inline_ptx, linear_program_id, special_register
 from .registry import lowers
 from .tma import tma_box
 
@@ -164,9 +164,7 @@ def lower_global_scratch_alloc(ctx, op):
         raise LoweringError(f"{op.name} has no place in global scratch memory: run the "
                             f"global-scratch-allocation pass after tma-lowering")
     b = ctx.builder
-    x, y, z = (special_register(b, f"ctaid.{a}") for a in "xyz")
-    nx, ny = (special_register(b, f"nctaid.{a}") for a in "xy")
-    program = b.zext(b.add(x, b.mul(nx, b.add(y, b.mul(ny, z)))), I64)
+    program = linear_program_id(b)
     start = b.add(b.mul(program, ir.Constant(I64, ctx.global_scratch_size)),
                   ir.Constant(I64, offset.value))
     ctx.set(op.results[0], [b.gep(ctx.global_scratch, [start], source_etype=ir.IntType(8))])

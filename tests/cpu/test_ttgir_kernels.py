@@ -9,7 +9,8 @@ import pytest
 import compiler.dialects  # noqa: F401
 from compiler.analysis.axis_info import analyze, vector_width
 from compiler.analysis.layout_propagation import warps_along
-from compiler.dialects.ttg import BlockedEncoding
+from compiler.dialects.tt import StoreOp, TransOp
+from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp
 from compiler.ir.parser import parse_module
 from compiler.passes.manager import DEFAULT_PIPELINES
 from compiler.analysis.layout_propagation import permute_blocked
@@ -77,9 +78,9 @@ def test_transpose_moves_its_data_once_after_the_trans():
     # coalesced layout: rows are loaded coalesced along dim 1, the transposed tile is stored
     # coalesced along its dim 1, and the data crosses shared memory once.
     module, _, trace = compile_kernel("transpose")
-    trans = next(op for op in module.walk() if op.name == "tt.trans")
-    store = next(op for op in module.walk() if op.name == "tt.store")
-    converts = [op for op in module.walk() if op.name == "ttg.convert_layout"]
+    trans = next(op for op in module.walk() if isinstance(op, TransOp))
+    store = next(op for op in module.walk() if isinstance(op, StoreOp))
+    converts = [op for op in module.walk() if isinstance(op, ConvertLayoutOp)]
     src, dst = trans.operands[0].type.encoding, trans.results[0].type.encoding
     assert isinstance(src, BlockedEncoding) and src.order == (1, 0)
     assert dst == permute_blocked(src, (1, 0))              # the same threads, dims renamed
