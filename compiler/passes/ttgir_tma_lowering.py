@@ -18,7 +18,8 @@ from __future__ import annotations
 from compiler.codegen.tma import tma_box
 from compiler.dialects import tt
 from compiler.dialects.arith import BINARY_OPS
-from compiler.dialects.ttg import (BarrierOp, GlobalScratchAllocOp, LocalAllocOp, LocalLoadOp, MemDescType,
+from compiler.dialects.ttg import (BarrierOp, ConvertLayoutOp, DotOperandEncoding,
+                                   GlobalScratchAllocOp, LocalAllocOp, LocalLoadOp, MemDescType,
                                    NVMMASharedEncoding, SwizzledSharedEncoding, replace_buffer)
 from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, AsyncTMACopyLocalToGlobalOp,
                                     BarrierExpectOp, FenceAsyncSharedOp, InitBarrierOp,
@@ -27,7 +28,7 @@ from compiler.dialects.ttng import (AsyncTMACopyGlobalToLocalOp, AsyncTMACopyLoc
                                     TensormapCreateOp, TensormapFenceproxyAcquireOp,
                                     TMAStoreWaitOp, WaitBarrierOp)
 from compiler.ir.attributes import DenseArrayAttr, IntegerAttr
-from compiler.ir.core import Module, Operation
+from compiler.ir.core import Module, Operation, Value
 from compiler.ir.types import TensorType, i1, i32, i64
 
 from .base import Pass, PassContext, register_pass
@@ -96,18 +97,33 @@ def lower_load(load: Operation, ctx: PassContext) -> None:
     ctx.record_pattern("tt.descriptor_load -> TMA copy + local_load", op=value.owner_op)
 
 
+def _unconverted(value: Value) -> Value:
+    """The value a `ttg.convert_layout` converts, when `value` is one whose source is in a
+    register layout: the shared buffer a TMA store copies from is written from any register
+    layout (a tensor-core accumulator by stmatrix), so the conversion's own trip through
+    shared memory would be paid twice (Triton folds it into the local_alloc too)."""
+    producer = value.owner_op
+    if isinstance(producer, ConvertLayoutOp) and \
+            not isinstance(producer.operands[0].type.encoding, DotOperandEncoding):
+        return producer.operands[0]
+    return value
+
+
 def lower_store(store: Operation, ctx: PassContext) -> None:
     """One `tt.descriptor_store` -> shared buffer + TMA store (see the module docstring)."""
     value = store.operands[1]
     t = value.type
     _, enc = box_of(t)
-    buf = insert_new(LocalAllocOp, [value], [MemDescType(t.shape, t.element, enc, False)], {},
+    stored = _unconverted(value)
+    buf = insert_new(LocalAllocOp, [stored], [MemDescType(t.shape, t.element, enc, False)], {},
                      store).results[0]
     copy = insert_new(AsyncTMACopyLocalToGlobalOp, [store.operands[0], buf]
                       + list(store.operands[2:]), [], {}, store)
     insert_new(TMAStoreWaitOp, [], [], {"pendings": IntegerAttr(0, i32)}, store)
     insert_new(BarrierOp, [], [], {}, store)
     store.erase()
+    if stored is not value and not value.has_uses():
+        value.owner_op.erase()
     ctx.record_pattern("tt.descriptor_store -> TMA store", op=copy)
 
 

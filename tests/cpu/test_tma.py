@@ -206,6 +206,22 @@ def test_tma_lowering_feeds_wgmma_from_the_tma_buffers():
     assert print_module(module) == print_module(parse_module(print_module(module)))
 
 
+@pytest.mark.parametrize("bn", [128, 256])
+def test_the_tma_store_buffer_is_written_from_the_accumulator_layout(bn):
+    """The epilogue's conversion out of the wgmma accumulator layout went through shared memory
+    once for itself and once more into the TMA store's buffer; the buffer is written from the
+    accumulator registers directly now (by stmatrix), as in Triton."""
+    compiled = _compile(None, bn=bn)
+    text = compiled.trace.stages["ttgir"]
+    assert "ttg.convert_layout" not in text
+    epilogue = text[text.rindex("ttg.local_alloc"):]
+    assert epilogue.startswith("ttg.local_alloc %") and "#mma>) -> !ttg.memdesc" in \
+        epilogue.splitlines()[0]
+    ptx = compiled.asm["ptx"]
+    tail = ptx[ptx.rindex("wgmma.wait_group"):]
+    assert "stmatrix.sync.aligned" in tail and "st.shared" not in tail and "ld.shared" not in tail
+
+
 def test_the_pipeliner_issues_tma_loads_stages_minus_one_ahead():
     compiled = _compile("ttgir", stages=3)
     text = compiled.trace.stages["ttgir"]
