@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.analysis.gather import warp_local_plan
 from compiler.analysis.layout_propagation import threads_along, warps_along
 from compiler.dialects.tt import (AtomicCASOp, AtomicRMWOp, DotOp, GatherOp, HistogramOp,
                                   PointerType, ReduceOp, ReshapeOp, ScanOp, TransOp)
@@ -96,6 +97,8 @@ def scratch_bytes(op: Operation) -> int:
         return sum(_numel(shape) * byte_width(v.type) for v in op.operands)
     if isinstance(op, GatherOp):
         src = op.operands[0].type
+        if warp_local_plan(src, op.results[0].type, op.axis) is not None:
+            return 0                   # warp shuffles only
         return _numel(src.shape) * byte_width(src)
     if isinstance(op, TensormapCreateOp):
         return TENSOR_MAP_ALIGNMENT

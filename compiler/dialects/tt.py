@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.ir.accessors import attr, block, operand, optional_operand, variadic_operands
+from compiler.ir.accessors import attr, block, flag, operand, optional_operand, variadic_operands
 from compiler.ir.attributes import (DenseArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr,
                                    TypeAttr, symbol_text)
 from compiler.ir.core import Block, Operation, register_op
 from compiler.ir.immutable import hash_once
 from compiler.ir.parser import OpParts
-from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, OperandTypes, SameType,
+from compiler.ir.syntax import (AttrsThenType, Convert, EnumThenType, Indexed, OperandTypes, SameType,
                                 Syntax, Terminator, TypedOperands)
 from compiler.ir.types import (FunctionType, IntegerType, TensorType, Type, like,
                                shape_of)
@@ -373,11 +373,15 @@ def _verify_gather(op):
                                     f"element type, got {out}")
 
 
-GatherOp = define_op("GatherOp", "tt.gather", None, (Pure, SharedMemoryScratch, LayoutBarrier),
-                     _verify_gather,
-                     "out[i][j] = src[indices[i][j]][j] (for axis 0): the source through shared "
-                     "memory, read back at the indices (Triton's tl.gather).",
-                     src=operand(0), indices=operand(1), axis=attr("axis"))
+GatherOp = define_op("GatherOp", "tt.gather", Indexed(),
+                     (Pure, SharedMemoryScratch, LayoutBarrier), _verify_gather,
+                     "out[i][j] = src[indices[i][j]][j] (for axis 0) (Triton's tl.gather): warp "
+                     "shuffles when the gathered dim lies within warps, else the source through "
+                     "shared memory, read back at the indices. `efficient_layout` (a unit "
+                     "attribute) marks layouts that optimize-thread-locality chose for it and "
+                     "that later passes keep.",
+                     src=operand(0), indices=operand(1), axis=attr("axis"),
+                     efficient_layout=flag("efficient_layout"))
 
 
 def _verify_histogram(op):

@@ -77,6 +77,16 @@ class attr(_Accessor):
         return getattr(found, self.field)
 
 
+class flag(_Accessor):
+    """Whether the op carries the unit attribute `key` (`efficient_layout`, `tt.flatten`)."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def read(self, op):
+        return self.key in op.attributes
+
+
 class region(_Accessor):
     """Region `index`."""
 

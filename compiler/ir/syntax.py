@@ -230,3 +230,29 @@ class TypedOperands(Syntax):
             ps.expect("->")
             results = list(ps.type_list())
         return OpParts(operands, results, attrs)
+
+
+class Indexed(Syntax):
+    """`%src[%indices] {attrs} : (Ts, Ti) -> R`: a source read at an index tensor (tt.gather,
+    in Triton's printed form)."""
+
+    def print(self, p, op, indent):
+        src, indices = op.operands
+        return (f"{op.name} {p.value(src)}[{p.value(indices)}]{p.attr_dict(op.attributes)} : "
+                f"({p.types([src.type, indices.type])}) -> {p.type(op.results[0].type)}")
+
+    def parse(self, ps, cls, num_results):
+        ps.skip_ws()
+        src = ps.operand()
+        ps.expect("[")
+        ps.skip_ws()
+        indices = ps.operand()
+        ps.expect("]")
+        attrs = ps.attr_dict()
+        ps.expect(":")
+        ps.expect("(")
+        ps.skip_ws()
+        pos = ps.pos
+        ps.check_written_types([src, indices], ps._type_list_until(")"), pos)
+        ps.expect("->")
+        return OpParts([src, indices], [ps.type()], attrs)

@@ -1,19 +1,24 @@
-"""optimize-thread-locality: keep reductions inside warps when a conversion is paid anyway, and
-carry a loop's reduction as thread-local partials that cross threads once, after the loop."""
+"""optimize-thread-locality: keep reductions inside warps when a conversion is paid anyway,
+carry a loop's reduction as thread-local partials that cross threads once, after the loop, and
+give gathers a layout whose gathered dim lies within warps (warp shuffles, no shared memory)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 from compiler.analysis.conversion import reshaped_in_source, tensor_plan, transposed_in_source
+from compiler.analysis.gather import warp_local_plan
+from compiler.analysis.layout_propagation import order_of
 from compiler.analysis.layout_to_linear import to_linear_layout
 from compiler.dialects.arith import BINARY_OPS, ConstantOp
 from compiler.dialects.scf import ForOp, YieldOp
-from compiler.dialects.tt import LoadOp, ReduceOp, ReshapeOp, TransOp
+from compiler.dialects.tt import GatherOp, LoadOp, ReduceOp, ReshapeOp, TransOp
 from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
-from compiler.ir.attributes import DenseArrayAttr, DenseAttr, int_attr
+from compiler.ir.attributes import DenseArrayAttr, DenseAttr, UnitAttr, int_attr
 from compiler.ir.core import Module, Operation, Value
+from compiler.ir.location import without_name
 from compiler.ir.types import TensorType
+from compiler.metadata import KernelMetadata
 
 from .base import Pass, PassContext, register_pass
 from .requirements import SHARED_ALLOCATED, TTGIR
@@ -67,6 +72,13 @@ class OptimizeThreadLocality(Pass):
     invalidates = (SHARED_ALLOCATED,)
 
     def run(self, module: Module, ctx: PassContext) -> None:
+        gathers = [o for o in module.walk() if isinstance(o, GatherOp) and not o.efficient_layout]
+        if gathers:
+            facts = KernelMetadata.from_ttgir(module, reader=self.name)
+            for op in gathers:
+                outcome = warp_local_gather(op, facts.num_warps, facts.threads_per_warp)
+                if outcome:
+                    ctx.record_pattern(outcome, op=op)
         for op in [o for o in module.walk() if isinstance(o, ReduceOp)]:
             match = match_loop_reduction(op)
             if match is not None:
@@ -103,6 +115,66 @@ class OptimizeThreadLocality(Pass):
         if not producer.results[0].uses:
             producer.erase()
         return True
+
+
+# ---- gathers ---------------------------------------------------------------------------------
+def gather_layout(src_t: TensorType, axis: int, num_warps: int, threads: int) -> BlockedEncoding:
+    """One blocked layout for a gather's source, indices and result that keeps the gathered dim
+    inside each warp with the fewest shuffles. Each shuffle round serves one source register
+    per index register along the axis, so the lanes go to the axis first (as many as it has
+    rows, the axis fastest), the rest to the other dims in the source's order; the warps go to
+    the other dims only, each as far as it has room; what is left over repeats along the
+    axis. Every thread holds one element of each other dim per repetition."""
+    rank = src_t.rank
+    shape = src_t.shape
+    lanes = [1] * rank
+    warps = [1] * rank
+    lanes[axis] = min(shape[axis], threads)
+    lanes_left = threads // lanes[axis]
+    others = [d for d in order_of(src_t.encoding) if d != axis]
+    for d in others:
+        lanes[d] = min(shape[d], lanes_left)
+        lanes_left //= lanes[d]
+    warps_left = num_warps
+    for d in others:
+        warps[d] = min(shape[d] // lanes[d], warps_left)
+        warps_left //= warps[d]
+    size = [1] * rank
+    size[axis] = shape[axis] // lanes[axis]
+    lanes[axis] *= lanes_left
+    warps[axis] *= warps_left
+    return BlockedEncoding(tuple(size), tuple(lanes), tuple(warps), tuple([axis] + others))
+
+
+def warp_local_gather(op: Operation, num_warps: int, threads: int) -> str | None:
+    """Put `op` (a tt.gather) in `gather_layout`, with conversions into it and back, when that
+    makes it warp-local, and mark it `efficient_layout` so that later passes keep it; a gather
+    that is warp-local as it stands is only marked. The user's name moves to the conversion
+    back, which now carries the value the user named. Returns what was done, or None when no
+    layout of this kind is warp-local (the shared-memory gather stays)."""
+    src, indices = op.operands
+    out = op.results[0]
+    if indices.type.encoding == out.type.encoding and \
+            warp_local_plan(src.type, out.type, op.axis) is not None:
+        op.attributes["efficient_layout"] = UnitAttr()
+        return "keep the gather's warp-local layout"
+    layout = gather_layout(src.type, op.axis, num_warps, threads)
+    if warp_local_plan(src.type.with_encoding(layout), out.type.with_encoding(layout),
+                       op.axis) is None:
+        return None
+    named, plain = op.loc, without_name(op.loc)
+    users = list(out.uses)
+    op.set_operand(0, insert_convert(src, layout, op, loc=plain))
+    op.set_operand(1, insert_convert(indices, layout, op, loc=plain))
+    old = out.type.encoding
+    set_encoding(out, layout)
+    op.loc = plain
+    op.attributes["efficient_layout"] = UnitAttr()
+    if users:
+        back = insert_convert_after(out, old, named)
+        for user, index in users:
+            user.set_operand(index, back)
+    return "gather in a warp-local layout"
 
 
 # ---- loop-carried reductions -------------------------------------------------------------------

@@ -9,15 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import compiler as triton  # noqa: E402
-import compiler.language as tl  # noqa: E402
-from compiler.codegen.lower_gather import warp_local_plan  # noqa: E402
-from compiler.codegen.lowering import LoweringOptions, lower_module  # noqa: E402
-from compiler.compiler import compile as compile_kernel  # noqa: E402
+from compiler.analysis.gather import warp_local_plan  # noqa: E402
 from compiler.ir import parse_module  # noqa: E402
-from compiler.runtime.specialization import ASTSource  # noqa: E402
 from tests.compat_simt import simulated_compile  # noqa: E402
-from tests.cpu.simt import run_kernel  # noqa: E402
 from tests.cpu.test_ttgir_triton_forms import TILE_OFFSETS  # noqa: E402
 
 SRC = ("#ttg.linear<{register = [[1, 0], [0, 1]], lane = [[2, 0], [4, 0], [8, 0], [16, 0], "
@@ -88,27 +82,4 @@ def test_gather_values_with_and_without_shuffles(tmp_path, idx_layout, shuffles)
     torch.testing.assert_close(out, torch.gather(src, 0, idx.long()), rtol=0, atol=0)
 
 
-@triton.jit
-def _gather_rows(S, I, O, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, AXIS: tl.constexpr):
-    src = tl.load(S + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
-    offs = tl.arange(0, M if AXIS == 1 else K)[:, None] * (K if AXIS == 1 else N) + \
-        tl.arange(0, K if AXIS == 1 else N)[None, :]
-    tl.store(O + offs, tl.gather(src, tl.load(I + offs), AXIS))
-
-
-@pytest.mark.parametrize("m, n, k, axis", [(128, 64, 128, 1), (64, 32, 16, 1), (16, 64, 32, 0)])
-def test_frontend_gathers_in_their_default_layouts_compute_right(m, n, k, axis):
-    """Whatever path the default layouts take (shuffles or shared memory), the values are
-    right on the evaluator."""
-    src_t = ASTSource(_gather_rows, {"S": "*fp32", "I": "*i32", "O": "*fp32"},
-                      {"M": m, "N": n, "K": k, "AXIS": axis})
-    ttgir = compile_kernel(src_t, options={"build_cubin": False, "build_sass": False},
-                           stop_after="ttgir").asm["ttgir"]
-    kernel = lower_module(parse_module(ttgir), LoweringOptions(optimize=False))
-    rs = np.random.RandomState(5)
-    src = rs.randn(m, n).astype(np.float32)
-    shape = (m, k) if axis == 1 else (k, n)
-    idx = rs.randint(0, src.shape[axis], shape).astype(np.int32)
-    out = np.zeros(shape, np.float32)
-    memory = run_kernel(kernel, (1,), [src, idx, out])
-    np.testing.assert_array_equal(memory.read(2, out), np.take_along_axis(src, idx, axis))
+# The front end's gathers in their default layouts: tests/cpu/test_gather_layout.py (no torch).
