@@ -1,7 +1,8 @@
 """TMA copies and mbarriers (the `tma-lowering` pass's ops) as inline PTX.
 
 One thread (thread 0 of the CTA) initializes and invalidates mbarriers, announces the bytes a
-copy brings (`mbarrier.arrive.expect_tx`) and issues the copies; every thread waits on the
+copy brings (`mbarrier.arrive.expect_tx`) and issues the stores; a load's messages are issued by
+lane 0 of one warp each (message k by warp k mod num_warps); every thread waits on the
 barrier's phase with `mbarrier.try_wait.parity` in a loop. A descriptor block is copied as
 `TmaBox.copies` messages of one box each (`compiler.codegen.tma`), message k at column
 k * box width of the block and k * box bytes into the buffer. The tensor map is the kernel's
@@ -97,21 +98,25 @@ def _coords_text(first: int, rank: int) -> str:
 @lowers(ttng.AsyncTMACopyGlobalToLocalOp)
 def lower_tma_load(ctx, op):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes` per
-    message, by thread 0 (when pred)."""
+    message (when pred), message k by lane 0 of warp k mod num_warps (as Triton spreads them;
+    the mbarrier counts the bytes of all, whichever thread issued them)."""
     desc, buf, bar, pred = op.operands[:4]
     coords = op.operands[4:]
     rank = len(coords)
     b = ctx.builder
     base = _shared_address(ctx, buf)
     bar_address = _shared_address(ctx, bar)
-    leader = _leader(ctx, ctx.get(pred)[0])
     asm = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
            f"[$1], [$2, {_coords_text(4, rank)}], [$3];")
-    for offset, values in _messages(ctx, buf.type, coords):
+    tid = special_register(b, "tid.x")
+    for k, (offset, values) in enumerate(_messages(ctx, buf.type, coords)):
+        # message k goes from lane 0 of warp k (mod the warps), so the messages of a block
+        # that needs several are issued side by side rather than one after another
+        issuer = b.icmp_unsigned("==", tid, i32(32 * (k % ctx.num_warps)))
         dst = base if offset == 0 else b.add(base, i32(offset))
         _predicated(ctx, asm, "r,l,r" + ",r" * rank, [dst, _generic(ctx, ctx.get(desc)[0]),
                                                       bar_address]
-                    + values, leader)
+                    + values, b.and_(issuer, ctx.get(pred)[0]))
 
 
 @lowers(ttng.AsyncTMACopyLocalToGlobalOp)
