@@ -77,12 +77,3 @@ class CallSiteLoc(Location):
 
 UNKNOWN = UnknownLoc()
 
-
-def without_name(loc: Location) -> Location:
-    """`loc` with its value names taken off (for an op a pass makes to serve a named one: the
-    position stays, the name stays with the user's value)."""
-    if isinstance(loc, NameLoc):
-        return without_name(loc.child)
-    if isinstance(loc, CallSiteLoc):
-        return CallSiteLoc(without_name(loc.callee), without_name(loc.caller))
-    return loc

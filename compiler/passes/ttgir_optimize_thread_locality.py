@@ -16,7 +16,6 @@ from compiler.dialects.tt import GatherOp, LoadOp, ReduceOp, ReshapeOp, TransOp
 from compiler.dialects.ttg import BlockedEncoding, ConvertLayoutOp, SliceEncoding
 from compiler.ir.attributes import DenseArrayAttr, DenseAttr, UnitAttr, int_attr
 from compiler.ir.core import Module, Operation, Value
-from compiler.ir.location import without_name
 from compiler.ir.types import TensorType
 from compiler.metadata import KernelMetadata
 
@@ -149,9 +148,10 @@ def gather_layout(src_t: TensorType, axis: int, num_warps: int, threads: int) ->
 def warp_local_gather(op: Operation, num_warps: int, threads: int) -> str | None:
     """Put `op` (a tt.gather) in `gather_layout`, with conversions into it and back, when that
     makes it warp-local, and mark it `efficient_layout` so that later passes keep it; a gather
-    that is warp-local as it stands is only marked. The user's name moves to the conversion
-    back, which now carries the value the user named. Returns what was done, or None when no
-    layout of this kind is warp-local (the shared-memory gather stays)."""
+    that is warp-local as it stands is only marked. The conversions take the gather's location,
+    name included, as Triton's do (its printed IR reads `%out = ttg.convert_layout ...`,
+    `%out_1 = tt.gather %out[...]`). Returns what was done, or None when no layout of this
+    kind is warp-local (the shared-memory gather stays)."""
     src, indices = op.operands
     out = op.results[0]
     if indices.type.encoding == out.type.encoding and \
@@ -162,16 +162,14 @@ def warp_local_gather(op: Operation, num_warps: int, threads: int) -> str | None
     if warp_local_plan(src.type.with_encoding(layout), out.type.with_encoding(layout),
                        op.axis) is None:
         return None
-    named, plain = op.loc, without_name(op.loc)
     users = list(out.uses)
-    op.set_operand(0, insert_convert(src, layout, op, loc=plain))
-    op.set_operand(1, insert_convert(indices, layout, op, loc=plain))
+    op.set_operand(0, insert_convert(src, layout, op))
+    op.set_operand(1, insert_convert(indices, layout, op))
     old = out.type.encoding
     set_encoding(out, layout)
-    op.loc = plain
     op.attributes["efficient_layout"] = UnitAttr()
     if users:
-        back = insert_convert_after(out, old, named)
+        back = insert_convert_after(out, old, op.loc)
         for user, index in users:
             user.set_operand(index, back)
     return "gather in a warp-local layout"

@@ -131,3 +131,27 @@ def test_a_written_gather_operand_type_that_differs_is_refused():
                               "tt.gather %x[%y] {axis = 0 : i32} : (tensor<32x16xf16")
     with pytest.raises(ParseError, match="operand #0 has type"):
         parse_module(written)
+
+
+UNUSED_ALIASES = (
+    "#src_layout = #ttg.linear<{register = [[0, 2], [2, 0]], lane = [[0, 8], [8, 0], [1, 0], "
+    "[4, 0], [16, 0]], warp = [[0, 1], [0, 4]], block = []}>\n"
+    "#idx_layout = #ttg.linear<{register = [[2, 0], [0, 2]], lane = [[0, 8], [16, 0], [1, 0], "
+    "[8, 0], [4, 0]], warp = [[0, 1], [0, 4]], block = []}>\n")
+
+
+def test_the_printed_gather_names_its_ops_as_triton_does_and_compiles_back(tmp_path):
+    """Triton's test_gather_warp_shuffle rewrites the printed ttgir only where the gather and
+    its operands have numeric names, then compiles the file. Triton's pass gives the
+    conversions and the gather the gather's named location, so nothing matches there and the
+    file (two layout aliases prepended) compiles as printed. Ours gave them unnamed locations:
+    the rewrite then added a second `%src` and the file did not parse."""
+    kernel = _compile(32, 16, 32, 0, stop_after="ttgir")
+    text = kernel.asm["ttgir"]
+    line = next(l for l in text.splitlines() if "tt.gather" in l).strip()
+    assert line.startswith("%out_") and " = tt.gather %out[%out_" in line
+    path = tmp_path / "gather.ttgir"
+    path.write_text(UNUSED_ALIASES + text)
+    again = compile_kernel(str(path), options={"build_cubin": False, "build_sass": False},
+                           stop_after="llir")
+    assert "nvvm.shfl.sync.idx" in again.asm["llir"]
