@@ -9,7 +9,7 @@
 #       tutorials bench/tutorials_vs_triton.py over REFS (Triton's tutorial files), POINTS x values
 #       compat    Triton's suite, full (no sampling), the shards in SHARDS (e.g. "0/3 1/3": about
 #                 4 device minutes each for ours; RUNNER: the triton-compat folder, REFS: Triton's
-#                 files); merge the shards' folders afterwards, on any machine, with
+#                 files; OUT_DIR outside the project, so the shards partition the cases); merge the shards' folders afterwards, on any machine, with
 #                 run_test_core.py --summarize OUT/compat_0_3,OUT/compat_1_3,... --out DIR
 #       pending   the GPU tests of work not yet verified on the H200 (the mma.sync tf32/int8 path, the in-flight wgmma loop, fp8 FMA dots, descriptors, layer norm's locked backward), then
 #                 Triton's test_dot tf32/int8 cases (the part testdot; RUNNER: the
@@ -41,6 +41,14 @@ case $part in
         | tee "$out/pending.log" | grep -a "^FAILED\|^ERROR\| passed\| failed"
     bash "$0" testdot "$out" ;;
   compat)
+    # The runner's shards hash each case's pytest node id, which holds the path of the copied
+    # test files (OUT/compat_I_N/run/...) relative to pytest's rootdir. Inside this checkout
+    # the rootdir is the project (pyproject.toml), so every shard would hash different ids:
+    # overlapping random thirds, not a partition. Outside it, the ids are the same in every shard.
+    case "$out/" in "$PWD"/*)
+      echo "compat: OUT_DIR ($out) must be outside the project ($PWD), or the shards overlap" >&2
+      exit 2 ;;
+    esac
     for shard in ${SHARDS:?set SHARDS, e.g. "0/3 1/3"}; do
       timeout ${SHARD_TIMEOUT:-290} python3 "${RUNNER:?set RUNNER to the triton-compat folder}/run_test_core.py" \
           --mode gpu --xdist ${XDIST:-15} --timeout 60 --refs "${REFS:?set REFS}" --project "$PWD" \
