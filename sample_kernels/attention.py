@@ -6,6 +6,10 @@ keys (`tl.max` / `tl.sum` over the accumulator's rows, rescaling with exp2), and
 `tl.dot` into the fp32 accumulator. Causal and non-causal, any head dim that is a power of two
 (64 and 128 are checked); sequence lengths that are not a multiple of the block are masked.
 
+`tuned_attention` is the same kernel autotuned over HOPPER_CONFIGS, the configs
+bench/bench_attention.py times against Triton 3.6 on the H200 (those that spill at a head dim
+are pruned).
+
 Run it: `python sample_kernels/attention.py` (through the interpreter against numpy without a
 GPU; on a GPU against torch's scaled_dot_product_attention when torch has CUDA, else numpy), or
 `tile-explore sample_kernels/attention.py`.
@@ -90,6 +94,40 @@ def attention(q, k, v, shape, causal: bool, sm_scale: float, block_m: int = 64,
     attention_kernel[grid](q, k, v, o, sm_scale, *strides, *strides, *strides, *strides,
                            h, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
                            CAUSAL=causal, num_warps=num_warps)
+    return o
+
+
+#: Configs for Hopper, (BLOCK_M, BLOCK_N, num_warps, num_stages): the list that
+#: bench/bench_attention.py times against Triton 3.6 (bench/RESULTS.md)
+HOPPER_CONFIGS = [(64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3)]
+
+
+def fits_in_registers(config, head_dim: int) -> bool:
+    """Whether `config` keeps its accumulator in registers: at HEAD_DIM 128, 128 query rows on
+    4 warps need 128 fp32 accumulator registers per thread and spill (ptxas, sm_90a)."""
+    return not (head_dim >= 128 and config.kwargs["BLOCK_M"] >= 128 and config.num_warps < 8)
+
+
+def _prune(configs, named_args, **_):
+    return [c for c in configs if fits_in_registers(c, named_args["HEAD_DIM"])]
+
+
+attention_kernel_tuned = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages)
+             for bm, bn, warps, stages in HOPPER_CONFIGS],
+    key=["N_CTX", "HEAD_DIM", "CAUSAL"],
+    prune_configs_by={"early_config_prune": _prune})(attention_kernel)
+
+
+def tuned_attention(q, k, v, shape, causal: bool, sm_scale: float):
+    """`attention`, autotuned over HOPPER_CONFIGS (those that fit in registers at this head
+    dim) once per (N_CTX, HEAD_DIM, causal)."""
+    z, h, n_ctx, head_dim = shape
+    o = empty_like(np.empty(shape, dtype=np.float16))
+    strides = _strides(shape)
+    grid = lambda meta: (triton.cdiv(n_ctx, meta["BLOCK_M"]), z * h)
+    attention_kernel_tuned[grid](q, k, v, o, sm_scale, *strides, *strides, *strides, *strides,
+                                 h, n_ctx, HEAD_DIM=head_dim, CAUSAL=causal)
     return o
 
 

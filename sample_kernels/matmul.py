@@ -2,6 +2,9 @@
 matmul tutorial: C = A @ B for float16 A, B with float32 accumulation.
 
 Run it: `python sample_kernels/matmul.py`, or `tile-explore sample_kernels/matmul.py`.
+`tuned_matmul(a, b)` is the same kernel autotuned over the CUDA configs of Triton's matmul
+tutorial, for torch tensors on the GPU: float16 and bfloat16 (C in the inputs' dtype) and
+float8_e4m3fn / float8_e5m2 (C in float16), as `python sample_kernels/matmul.py --tuned`.
 """
 import numpy as np
 
@@ -36,7 +39,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         accumulator = tl.dot(a, b, accumulator)
         a_ptrs += BLOCK_SIZE_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * stride_bk
-    c = accumulator.to(tl.float16)
+    c = accumulator.to(c_ptr.dtype.element_ty)
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
     offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
@@ -55,6 +58,76 @@ def matmul(a, b, M: int, N: int, K: int, block_m=32, block_n=32, block_k=32, gro
     return c
 
 
+#: Triton's matmul tutorial's CUDA configs, as data:
+#: (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, num_warps, num_stages), GROUP_SIZE_M 8
+FP16_CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4),
+                (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 32, 32, 4, 4),
+                (64, 32, 32, 2, 5), (32, 64, 32, 2, 5)]
+FP8_CONFIGS = [(128, 256, 128, 8, 3), (256, 128, 128, 8, 3), (256, 64, 128, 4, 4),
+               (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4),
+               (64, 128, 64, 4, 4), (128, 32, 64, 4, 4)]
+
+
+def _autotuned(configs):
+    """`matmul_kernel` tuned over `configs` once per (M, N, K)."""
+    return triton.autotune(
+        configs=[triton.Config({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk,
+                                "GROUP_SIZE_M": 8}, num_warps=warps, num_stages=stages)
+                 for bm, bn, bk, warps, stages in configs],
+        key=["M", "N", "K"])(matmul_kernel)
+
+
+matmul_kernel_fp16 = _autotuned(FP16_CONFIGS)
+matmul_kernel_fp8 = _autotuned(FP8_CONFIGS)
+
+
+def tuned_matmul(a, b):
+    """C = A @ B for 2-D torch CUDA tensors (float16, bfloat16 or float8), autotuned over the
+    tutorial's configs for their dtype; C is float16 for float8 inputs, else the inputs'
+    dtype."""
+    import torch
+
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"tuned_matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} "
+                         f"cannot be multiplied")
+    if a.dtype != b.dtype:
+        raise ValueError(f"tuned_matmul: A is {a.dtype} and B is {b.dtype}; give both one dtype")
+    fp8 = a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    if not fp8 and a.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"tuned_matmul takes float16, bfloat16, float8_e4m3fn or "
+                         f"float8_e5m2 tensors, not {a.dtype}")
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16 if fp8 else a.dtype)
+    kernel = matmul_kernel_fp8 if fp8 else matmul_kernel_fp16
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
+    kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                 c.stride(0), c.stride(1))
+    return c
+
+
+def main_tuned(dtype: str = "float16", size: int = 4096) -> None:
+    """Run `tuned_matmul` on random (size, size) torch tensors and check it against torch."""
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit("--tuned runs on torch CUDA tensors: torch is not installed") from None
+    if not torch.cuda.is_available():
+        raise SystemExit("--tuned runs on torch CUDA tensors: torch sees no CUDA GPU here")
+
+    torch_dtype = getattr(torch, dtype)
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16).to(torch_dtype)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16).to(torch_dtype)
+    c = tuned_matmul(a, b)
+    expected = a.float() @ b.float()
+    err = (c.float() - expected).abs().max().item()
+    tol = 2e-2 * size ** 0.5 * (4 if dtype == "bfloat16" else 1)
+    kernel = matmul_kernel_fp8 if "float8" in dtype else matmul_kernel_fp16
+    print(f"tuned matmul {dtype} {size}^3: best config {kernel.best_config}, "
+          f"max abs error {err:.3g} (tolerance {tol:.3g}): {'OK' if err <= tol else 'WRONG'}")
+    if err > tol:
+        raise SystemExit(1)
+
+
 def main(M: int = 77, N: int = 93, K: int = 61) -> None:
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -68,4 +141,16 @@ def main(M: int = 77, N: int = 93, K: int = 61) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tuned", action="store_true",
+                        help="the autotuned kernel on torch CUDA tensors (needs a GPU and torch)")
+    parser.add_argument("--dtype", default="float16",
+                        choices=["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+    parser.add_argument("--size", type=int, default=4096, help="M = N = K of --tuned")
+    cli = parser.parse_args()
+    if cli.tuned:
+        main_tuned(cli.dtype, cli.size)
+    else:
+        main()
