@@ -25,13 +25,18 @@ import importlib.util
 import json
 import re
 import statistics
+import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sample_kernels.attention import HOPPER_CONFIGS  # noqa: E402
+
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_kernels" / "attention.py"
-CONFIGS = [(64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3)]
+#: (BLOCK_M, BLOCK_N, warps, stages): the configs the sample's tuned attention is tuned over
+CONFIGS = HOPPER_CONFIGS
 Z, H, N_CTX = 4, 32, 4096
 
 

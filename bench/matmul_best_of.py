@@ -26,14 +26,13 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_wgmma  # noqa: E402  (the shared kernel source and launcher)
+from sample_kernels.matmul import FP8_CONFIGS, FP16_CONFIGS  # noqa: E402
 
-#: Triton's tutorial 03 CUDA configs: (BM, BN, BK, warps, stages)
-CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
-           (64, 128, 32, 4, 4), (128, 32, 32, 4, 4), (64, 32, 32, 2, 5), (32, 64, 32, 2, 5),
-           (128, 256, 128, 8, 3), (256, 128, 128, 8, 3), (256, 64, 128, 4, 4),
-           (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
-           (128, 32, 64, 4, 4)]
+#: Triton's tutorial 03 CUDA configs, (BM, BN, BK, warps, stages): the lists the sample matmul
+#: is autotuned over (fp16/bf16 ones, then the fp8 ones), timed here for every dtype
+CONFIGS = FP16_CONFIGS + FP8_CONFIGS
 CASES = {"fp16-4096": ("float16", 4096), "fp16-8192": ("float16", 8192),
          "bf16-4096": ("bfloat16", 4096), "bf16-8192": ("bfloat16", 8192),
          "tf32-4096": ("float32", 4096), "fp8e4m3-4096": ("float8_e4m3fn", 4096)}

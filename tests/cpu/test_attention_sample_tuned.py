@@ -20,10 +20,9 @@ def test_tuned_attention_carries_the_hopper_configs():
     got = [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)
            for c in tuned.configs]
     assert got == sample.HOPPER_CONFIGS
-    kept = {64: [], 128: []}
-    for head_dim in kept:
-        kept[head_dim] = [(c.kwargs["BLOCK_M"], c.num_warps)
-                          for c in sample._prune(tuned.configs, {"HEAD_DIM": head_dim})]
+    kept = {head_dim: [(c.kwargs["BLOCK_M"], c.num_warps)
+                       for c in sample._prune(tuned.configs, {"HEAD_DIM": head_dim})]
+            for head_dim in (64, 128)}
     assert kept[64] == [(64, 4), (128, 4), (128, 8), (128, 8)]
     assert kept[128] == [(64, 4), (128, 8), (128, 8)]     # 128 rows on 4 warps spill at D128
 
@@ -31,12 +30,12 @@ def test_tuned_attention_carries_the_hopper_configs():
 @needs_ptxas
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 128])
-@pytest.mark.parametrize("config", sample.HOPPER_CONFIGS)
+@pytest.mark.parametrize("config", sample.attention_kernel_tuned.configs, ids=str)
 def test_every_hopper_config_compiles_to_wgmma_without_spills(config, head_dim, causal):
-    block_m, block_n, warps, _stages = config
-    if head_dim >= 128 and block_m >= 128 and warps < 8:
+    if not sample.fits_in_registers(config, head_dim):
         pytest.skip("pruned by the tuned kernel at this head dim (it spills)")
-    compiled = compile_attention_sm90(head_dim, block_m, block_n, warps, causal, stop_after=None)
+    compiled = compile_attention_sm90(head_dim, config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"],
+                                      config.num_warps, causal, stop_after=None)
     assert compiled.asm["ptx"].count("wgmma.mma_async") >= 2
     assert compiled.trace.cubin_info["spill_stores"] == 0, compiled.trace.cubin_info["report"]
 
